@@ -1,0 +1,40 @@
+"""Alembic environment: the only place DDL comes from."""
+
+from alembic import context
+
+from observatory.db import import_table_modules, make_engine
+from observatory.settings import get_settings
+
+config = context.config
+target_metadata = import_table_modules().metadata
+
+
+def _url() -> str:
+    return config.get_main_option("sqlalchemy.url") or get_settings().resolved_database_url
+
+
+def run_migrations_offline() -> None:
+    context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True,
+                      render_as_batch=_url().startswith("sqlite"))
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    engine = make_engine(_url())
+    with engine.connect() as connection:
+        context.configure(
+            connection=connection,
+            target_metadata=target_metadata,
+            render_as_batch=connection.dialect.name == "sqlite",
+            compare_type=True,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

@@ -1,0 +1,19 @@
+"""The ``observatory`` command line. Each command lives in ``observatory/commands/``."""
+
+from __future__ import annotations
+
+import click
+
+from observatory.commands import db as db_commands
+from observatory.commands import snapshot as snapshot_commands
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="gqa-observatory")
+def main() -> None:
+    """GQA Observatory: how open language models spend memory on attention state."""
+
+
+# One line per command; add yours below.
+main.add_command(db_commands.db)
+main.add_command(snapshot_commands.snapshot)

@@ -1,0 +1,28 @@
+"""``observatory db``: schema management (Alembic is the only DDL)."""
+
+from __future__ import annotations
+
+import click
+
+from observatory.db import current_revisions, get_engine, upgrade
+from observatory.settings import get_settings
+
+
+@click.group()
+def db() -> None:
+    """Manage the database schema."""
+
+
+@db.command("upgrade")
+def upgrade_command() -> None:
+    """Create or migrate the database to the newest schema."""
+    settings = get_settings()
+    upgrade(settings.resolved_database_url)
+    heads = sorted(current_revisions(get_engine(settings)))
+    click.echo(f"database at {', '.join(heads)}: {_display_url(settings.resolved_database_url)}")
+
+
+def _display_url(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)

@@ -1,0 +1,123 @@
+"""Engine, sessions and migrations.
+
+SQLite is the embedded default: WAL so readers never block the single writer, a busy
+timeout so a second writer waits instead of failing, foreign keys on, and ``BEGIN
+IMMEDIATE`` so a write transaction takes the lock up front (a deferred transaction that
+upgrades later can fail at once with SQLITE_BUSY). Python 3.11's sqlite3 legacy transaction
+handling is switched off (isolation_level=None) so SQLAlchemy's BEGIN is the only one.
+The same code runs on PostgreSQL through OBSERVATORY_DATABASE_URL.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlmodel import Session, SQLModel, create_engine
+
+from observatory.settings import Settings, get_settings
+
+# Every module that defines tables; imported before metadata is used (Alembic, tests).
+TABLE_MODULES = [
+    "observatory.tables",
+]
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def import_table_modules() -> type[SQLModel]:
+    for name in TABLE_MODULES:
+        importlib.import_module(name)
+    return SQLModel
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    dbapi_connection.isolation_level = None
+    cur = dbapi_connection.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=15000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def _sqlite_begin(conn) -> None:
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(url: str) -> Engine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 15})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
+    else:
+        engine = create_engine(url, pool_pre_ping=True)
+    return engine
+
+
+@lru_cache
+def _engine_for(url: str) -> Engine:
+    return make_engine(url)
+
+
+def get_engine(settings: Settings | None = None) -> Engine:
+    settings = settings or get_settings()
+    return _engine_for(settings.resolved_database_url)
+
+
+@contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """A session that commits on success and rolls back on error."""
+    with Session(engine, expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+def _migrations_dir() -> Path:
+    # Installed editable or run from a checkout: migrations/ sits beside the package.
+    return PROJECT_ROOT / "migrations"
+
+
+def alembic_config(url: str):
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_migrations_dir()))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade(target: Engine | str | None = None) -> None:
+    """Bring the schema to the newest revision of every branch (Alembic is the only DDL)."""
+    from alembic import command
+
+    if target is None:
+        url = get_settings().resolved_database_url
+    elif isinstance(target, Engine):
+        url = target.url.render_as_string(hide_password=False)
+    else:
+        url = target
+    if make_url(url).get_backend_name() == "sqlite":
+        database = make_url(url).database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+    command.upgrade(alembic_config(url), "heads")
+
+
+def current_revisions(engine: Engine) -> set[str]:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return set(MigrationContext.configure(conn).get_current_heads())

@@ -1,0 +1,66 @@
+"""App factory: ``create_app(settings)`` builds the site on one store.
+
+Start-up (the lifespan) brings the schema up to date and loads the bundled snapshot into
+an empty store, so ``observatory serve`` works offline on a fresh machine.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.staticfiles import StaticFiles
+
+from observatory.db import get_engine, upgrade
+from observatory.settings import Settings, get_settings
+from observatory.web.errors import install_error_handlers
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+
+# Only the site's own scripts and styles; data for charts travels as JSON in <script
+# type="application/json">, which the policy does not need to allow.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    engine = get_engine(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        upgrade(settings.resolved_database_url)
+        from observatory.snapshot import ensure_snapshot
+
+        ensure_snapshot(engine, settings)
+        yield
+
+    app = FastAPI(
+        title="GQA Observatory",
+        version="1",
+        description="How open language models spend memory on attention state: "
+        "attention geometry, KV-cache cost and trends of MHA, MQA, GQA and MLA.",
+        openapi_url="/api/v1/openapi.json",
+        docs_url="/api/v1/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    install_error_handlers(app)
+
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next):
+        response = await call_next(request)
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    # Routers, one line each.
+    return app

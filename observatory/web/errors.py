@@ -1,0 +1,61 @@
+"""One error shape everywhere: {"ok": false, "error": "...", "errors": [...], "status": N}.
+
+Declared in OpenAPI through ``ERROR_RESPONSES`` so clients (and schemathesis) know every
+error a route can return.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+
+class ErrorBody(BaseModel):
+    ok: bool = False
+    error: str
+    errors: list[str]
+    status: int
+
+
+def _describe(err: dict) -> str:
+    loc = ".".join(str(p) for p in err.get("loc", ()) if p not in ("query", "path", "body"))
+    return f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg", "invalid"))
+
+
+ERROR_RESPONSES: dict[int | str, dict] = {
+    400: {"model": ErrorBody, "description": "Bad parameter"},
+    404: {"model": ErrorBody, "description": "Not found"},
+    422: {"model": ErrorBody, "description": "Invalid parameter"},
+}
+
+
+class ApiError(Exception):
+    """Raise from a route to answer with the error shape."""
+
+    def __init__(self, status: int, *errors: str):
+        self.status = status
+        self.errors = list(errors) or ["error"]
+        super().__init__("; ".join(self.errors))
+
+
+def error_response(status: int, errors: list[str], headers: dict | None = None) -> JSONResponse:
+    body = ErrorBody(error="; ".join(errors), errors=errors, status=status)
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_request: Request, exc: ApiError):
+        return error_response(exc.status, exc.errors)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_request: Request, exc: RequestValidationError):
+        return error_response(422, [_describe(e) for e in exc.errors()])
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException):
+        detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        return error_response(exc.status_code, [detail], headers=getattr(exc, "headers", None))

@@ -1,0 +1,42 @@
+"""Fixtures shared by every layer: a real SQLite file migrated by Alembic, per test."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Tests never reach the real Hub or a user's token/cache; stand-in servers set HF_ENDPOINT.
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.pop("HF_HUB_OFFLINE", None)
+os.environ.pop("HF_TOKEN", None)
+os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+
+
+@pytest.fixture
+def settings(tmp_path, monkeypatch):
+    """Settings pointing at a fresh data dir; the snapshot is not auto-loaded unless asked."""
+    from observatory.settings import Settings
+
+    monkeypatch.setenv("OBSERVATORY_DATA_DIR", str(tmp_path / "data"))
+    return Settings(data_dir=tmp_path / "data", autoload_snapshot=False)
+
+
+@pytest.fixture
+def db_url(settings) -> str:
+    from observatory.db import upgrade
+
+    url = settings.resolved_database_url
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def engine(db_url):
+    from observatory.db import make_engine
+
+    eng = make_engine(db_url)
+    yield eng
+    eng.dispose()
