@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from observatory.commands import db as db_commands
+from observatory.commands import inspect as inspect_commands
+from observatory.commands import serve as serve_commands
 from observatory.commands import snapshot as snapshot_commands
 
 
@@ -16,4 +18,6 @@ def main() -> None:
 
 # One line per command; add yours below.
 main.add_command(db_commands.db)
+main.add_command(inspect_commands.inspect)
 main.add_command(snapshot_commands.snapshot)
+main.add_command(serve_commands.serve)

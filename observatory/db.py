@@ -25,6 +25,9 @@ from observatory.settings import Settings, get_settings
 # Every module that defines tables; imported before metadata is used (Alembic, tests).
 TABLE_MODULES = [
     "observatory.tables",
+    "observatory.crawler.tables",
+    "observatory.trend_tables",
+    "observatory.alerts.tables",
 ]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +50,17 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
 
 
 def _sqlite_begin(conn) -> None:
-    conn.exec_driver_sql("BEGIN IMMEDIATE")
+    # Readers (``read_only(engine)``) begin DEFERRED: under WAL they read a snapshot and
+    # neither wait for nor block the one writer. Everything else takes the write lock up front.
+    if conn.get_execution_options().get("observatory_read_only"):
+        conn.exec_driver_sql("BEGIN")
+    else:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def read_only(engine: Engine) -> Engine:
+    """The same engine (same pool) for sessions that only read, e.g. web requests."""
+    return engine.execution_options(observatory_read_only=True)
 
 
 def make_engine(url: str) -> Engine:

@@ -39,6 +39,67 @@ class Settings(BaseSettings):
     # Load the bundled snapshot automatically when the store holds no models yet.
     autoload_snapshot: bool = True
 
+    # Alerts (observatory/alerts). A still-firing alert is notified again after this long;
+    # 0 = never repeat.
+    alert_repeat_interval_s: float = 7 * 24 * 3600
+    # Evaluate the built-in rules (rules.BUILT_IN_RULES) for the public feed, subscribed or not.
+    alert_builtin_rules: bool = True
+    # Webhook delivery: per-attempt time limits (Standard Webhooks suggests 15-30 s).
+    webhook_timeout_s: float = 15.0
+    webhook_connect_timeout_s: float = 5.0
+    # Delays after the 1st, 2nd, ... failed attempt (about 17 h in all); jittered by +/- the
+    # fraction below. A delivery failing after the last one is given up.
+    webhook_retry_schedule_s: list[float] = [5, 300, 1800, 7200, 18000, 36000]
+    webhook_retry_jitter: float = 0.2
+    webhook_max_retry_after_s: float = 24 * 3600  # cap on a receiver's Retry-After
+    webhook_max_response_bytes: int = 64 * 1024
+    # A claimed delivery whose sender died is retried after this long (same webhook-id).
+    webhook_lease_s: float = 120.0
+    webhook_workers: int = 4  # parallel sends in one delivery pass
+    # Only loopback targets may be allowed, and only for tests; private ranges never are.
+    allow_loopback_webhooks: bool = False
+    allow_http_webhooks: bool = False  # plain http targets (tests); https otherwise
+    # Ports a webhook URL may use (None = any); loopback test targets may use any port.
+    webhook_allowed_ports: list[int] | None = [443, 80, 8080, 8443]
+    # E-mail through SMTP; no host = no e-mail channel.
+    smtp_host: str | None = None
+    smtp_port: int = 25
+    smtp_username: str | None = None
+    smtp_password: str | None = None
+    smtp_starttls: bool = False
+    smtp_ssl: bool = False
+    smtp_from: str = "GQA Observatory <alerts@localhost>"
+    smtp_timeout_s: float = 10.0
+
+    # Hub access (observatory/hub). Timeouts and waits are in seconds; tests shrink them.
+    hub_timeout_s: float = 20.0  # per request; list_models passes timeout=None, a hook applies this
+    hub_max_retries: int = 4  # retries of one config GET on 429/5xx/timeouts within a run
+    hub_backoff_base_s: float = 1.0  # first backoff after a 5xx/timeout; doubles per retry
+    hub_backoff_max_s: float = 60.0
+    hub_max_wait_s: float = 600.0  # longest RateLimit/Retry-After pause sat out inside a run
+    hub_max_config_bytes: int = 2_000_000  # a bigger config.json is refused unread
+    # Crawler (observatory/crawler)
+    crawl_concurrency: int = 8  # config fetches in flight; the Hub's resolver quota is the real bound
+    crawl_first_run_days: float = 2.0  # a scope's first run looks back this far unless --since says
+    crawl_overlap_s: float = 900.0  # re-read this much below a mark: the listing index can lag
+    crawl_max_models: int | None = None  # per scheduled run; None = no bound
+    crawl_retry_batch: int = 500  # transient failures retried per run
+    crawl_retry_base_s: float = 600.0  # first retry delay of a transient failure; doubles per attempt
+    crawl_retry_max_s: float = 86_400.0
+    crawl_max_attempts: int = 8  # then a transient failure is given up (reason kept)
+    crawl_lease_ttl_s: float = 300.0  # a crawl lease not renewed for this long is free again
+    # Scheduler (observatory/scheduler.py)
+    scheduler_enabled: bool = True  # `observatory serve` runs the schedule in-process
+    scheduler_lease_ttl_s: float = 60.0  # leadership lapses this long after its holder stops
+    crawl_interval_s: int = 1800
+    stats_refresh_interval_s: int = 6 * 3600  # downloads/likes of popular models
+    stats_refresh_top_n: int = 5000  # how many of the most downloaded models the refresh reads
+    bench_interval_s: int = 6 * 3600  # spot-benchmarks of new models (if installed); 0 = off
+
+    # JSON API (observatory/web/api_*.py): most rows one CSV export streams; the JSON list
+    # pages instead (queries.MAX_PAGE_SIZE rows a page).
+    api_csv_max_rows: int = 100_000
+
     @property
     def resolved_database_url(self) -> str:
         if self.database_url:

@@ -36,6 +36,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         from observatory.snapshot import ensure_snapshot
 
         ensure_snapshot(engine, settings)
+        from observatory.trend_store import ensure_trends
+
+        ensure_trends(engine)  # recompute the precomputed trends if the store changed since
         yield
 
     app = FastAPI(
@@ -63,4 +66,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     # Routers, one line each.
+    from observatory.web import api_models, api_trends
+
+    app.include_router(api_models.router)
+    app.include_router(api_trends.router)
+    from observatory.web import pages
+
+    app.include_router(pages.router)
     return app

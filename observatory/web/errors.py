@@ -22,7 +22,8 @@ class ErrorBody(BaseModel):
 
 def _describe(err: dict) -> str:
     loc = ".".join(str(p) for p in err.get("loc", ()) if p not in ("query", "path", "body"))
-    return f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg", "invalid"))
+    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")  # pydantic's validator prefix
+    return f"{loc}: {msg}" if loc else msg
 
 
 ERROR_RESPONSES: dict[int | str, dict] = {

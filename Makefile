@@ -1,0 +1,35 @@
+# The two commands a newcomer needs:
+#   make serve   run the observatory on the embedded default (SQLite + bundled snapshot, offline)
+#   make test    install everything the tests need and run them
+# Both create ./.venv on first use.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+
+.PHONY: serve test install install-test browser
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# torch is pinned to the CPU wheel that these machines carry; see pyproject.toml.
+install: $(BIN)/python
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e .
+
+install-test: $(BIN)/python
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[test]'
+
+# Browser tests drive Debian's chromium (never a downloaded browser).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
+	  else echo "chromium missing: sudo apt-get install chromium (browser tests will be skipped)"; fi; }
+
+serve: install
+	$(BIN)/observatory serve
+
+test: install-test browser
+	$(BIN)/python -m pytest

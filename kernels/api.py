@@ -1,0 +1,161 @@
+"""``gqa_decode``: the one entry point, its input checks and the choice of implementation.
+
+Layouts follow FlashAttention's ``flash_attn_with_kvcache`` so callers can swap one for the other:
+
+- ``q``: ``(batch, H, d)``, one new token per sequence;
+- contiguous caches: ``(batch, max_seqlen, K, d)``;
+- paged caches: ``(num_blocks, block_size, K, d)`` with ``block_table`` ``(batch, max_blocks)`` int32,
+  token ``t`` of sequence ``b`` living at ``cache[block_table[b, t // block_size], t % block_size]``;
+- ``cache_seqlens``: ``(batch,)`` int32, how many cached tokens each sequence attends to;
+- output ``(batch, H, d)`` in q's dtype; with ``return_lse`` also the natural-log log-sum-exp of the
+  scaled scores, ``(batch, H)`` float32 (FlashAttention's ``softmax_lse``).
+
+Query head ``h`` attends with KV head ``h // G`` where ``G = H // K`` (PyTorch's ``enable_gqa`` and
+``repeat_interleave`` semantics). A sequence with zero cached tokens has nothing to attend to: its
+output is zeros and its log-sum-exp is ``-inf`` (the empty sum), in every implementation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+BACKENDS = ("auto", "triton", "torch")
+
+
+@dataclass(frozen=True)
+class DecodeShape:
+    """The sizes of one decode call, read off validated inputs."""
+
+    batch: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    capacity: int  # the most tokens a sequence can hold: max_seqlen, or max_blocks * block_size
+    block_size: int | None  # None for a contiguous cache
+
+    @property
+    def group_size(self) -> int:
+        return self.num_heads // self.num_kv_heads
+
+    @property
+    def paged(self) -> bool:
+        return self.block_size is not None
+
+
+def check_inputs(q, k_cache, v_cache, cache_seqlens, block_table=None, scale=None) -> DecodeShape:
+    """Raise ``ValueError`` naming the first thing wrong with the inputs; return their sizes.
+
+    Sequence lengths and block indices are checked against the cache only for CPU tensors: on a GPU
+    that check would wait for the device on every call (FlashAttention does not check either).
+    """
+    tensors = {"q": q, "k_cache": k_cache, "v_cache": v_cache, "cache_seqlens": cache_seqlens}
+    if block_table is not None:
+        tensors["block_table"] = block_table
+    for name, tensor in tensors.items():
+        if not isinstance(tensor, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    if q.dim() != 3:
+        raise ValueError(f"q must be (batch, num_heads, head_dim), got shape {tuple(q.shape)}")
+    if k_cache.dim() != 4:
+        raise ValueError(
+            "k_cache must be (batch, max_seqlen, num_kv_heads, head_dim) or "
+            f"(num_blocks, block_size, num_kv_heads, head_dim), got shape {tuple(k_cache.shape)}")
+    if v_cache.shape != k_cache.shape:
+        raise ValueError(f"v_cache shape {tuple(v_cache.shape)} differs from k_cache shape {tuple(k_cache.shape)}")
+    if q.dtype not in DTYPES:
+        raise ValueError(f"q dtype must be one of float16, bfloat16, float32, got {q.dtype}")
+    if k_cache.dtype != q.dtype or v_cache.dtype != q.dtype:
+        raise ValueError(f"q, k_cache and v_cache must share a dtype, got {q.dtype}, {k_cache.dtype}, {v_cache.dtype}")
+    devices = {t.device for t in tensors.values()}
+    if len(devices) != 1:
+        raise ValueError(f"all tensors must be on one device, got {sorted(map(str, devices))}")
+
+    batch, num_heads, head_dim = q.shape
+    _, slots, num_kv_heads, cache_head_dim = k_cache.shape
+    if batch < 1 or num_heads < 1 or head_dim < 1 or num_kv_heads < 1:
+        raise ValueError(f"empty dimension in q {tuple(q.shape)} or k_cache {tuple(k_cache.shape)}")
+    if cache_head_dim != head_dim:
+        raise ValueError(f"head_dim of q ({head_dim}) and of the caches ({cache_head_dim}) differ")
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})")
+    if q.stride(-1) != 1 or k_cache.stride(-1) != 1 or v_cache.stride(-1) != 1:
+        raise ValueError("q, k_cache and v_cache must be contiguous in their last (head_dim) dimension")
+
+    if cache_seqlens.dtype != torch.int32 or cache_seqlens.shape != (batch,):
+        raise ValueError(
+            f"cache_seqlens must be int32 of shape ({batch},), got {cache_seqlens.dtype} {tuple(cache_seqlens.shape)}")
+
+    if block_table is None:
+        if k_cache.shape[0] != batch:
+            raise ValueError(f"k_cache batch ({k_cache.shape[0]}) differs from q batch ({batch}); "
+                             "pass block_table for a paged cache")
+        capacity, block_size = slots, None
+    else:
+        if block_table.dtype != torch.int32 or block_table.dim() != 2 or block_table.shape[0] != batch:
+            raise ValueError(f"block_table must be int32 of shape ({batch}, max_blocks), "
+                             f"got {block_table.dtype} {tuple(block_table.shape)}")
+        capacity, block_size = block_table.shape[1] * slots, slots
+
+    if scale is not None and not (isinstance(scale, (int, float)) and not isinstance(scale, bool)
+                                  and math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive finite number or None, got {scale!r}")
+
+    if cache_seqlens.device.type == "cpu":
+        lengths = cache_seqlens
+        if bool((lengths < 0).any()) or bool((lengths > capacity).any()):
+            raise ValueError(f"cache_seqlens must lie in [0, {capacity}], got {lengths.tolist()}")
+        if block_table is not None:
+            used = torch.arange(block_table.shape[1]) < ((lengths + block_size - 1) // block_size)[:, None]
+            blocks = block_table[used]
+            if blocks.numel() and (int(blocks.min()) < 0 or int(blocks.max()) >= k_cache.shape[0]):
+                raise ValueError(f"block_table entries in use must lie in [0, {k_cache.shape[0]})")
+    return DecodeShape(batch, num_heads, num_kv_heads, head_dim, capacity, block_size)
+
+
+def default_scale(head_dim: int) -> float:
+    return 1.0 / math.sqrt(head_dim)
+
+
+def triton_available() -> bool:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def choose_backend(device: torch.device, backend: str = "auto") -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "auto":
+        return "triton" if device.type == "cuda" and triton_available() else "torch"
+    if backend == "triton" and not triton_available():
+        raise ValueError("backend='triton' needs the triton package (pip install 'gqa-observatory[triton]')")
+    return backend
+
+
+def gqa_decode(q, k_cache, v_cache, cache_seqlens, block_table=None, scale=None, return_lse=False,
+               *, backend="auto", num_splits=None):
+    """Decode attention for one new token per sequence over a (possibly paged) KV cache.
+
+    ``backend="auto"`` runs the Triton kernel on CUDA when Triton is installed and the PyTorch path
+    elsewhere; ``"triton"`` on CPU tensors runs the kernel in Triton's interpreter (slow: tests only).
+    ``num_splits`` overrides how many pieces the Triton kernel cuts each sequence into.
+    Returns ``out`` or, with ``return_lse``, ``(out, lse)``.
+    """
+    shape = check_inputs(q, k_cache, v_cache, cache_seqlens, block_table, scale)
+    scale = default_scale(shape.head_dim) if scale is None else float(scale)
+    if choose_backend(q.device, backend) == "triton":
+        from kernels.triton_decode import gqa_decode_triton
+        if q.dtype == torch.bfloat16 and q.device.type != "cuda":
+            raise ValueError("the Triton interpreter cannot compute in bfloat16; use float16 or float32 on CPU")
+        out, lse = gqa_decode_triton(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape,
+                                     num_splits=num_splits)
+    else:
+        from kernels.torch_decode import gqa_decode_torch
+        out, lse = gqa_decode_torch(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape)
+    return (out, lse) if return_lse else out

@@ -1,0 +1,122 @@
+"""Grouped decode attention in PyTorch, for devices without Triton (the CPU here).
+
+Two ideas, both borrowed from the GPU kernels:
+
+1. **Group the query heads of a KV head into the query-length axis** (FlashAttention's
+   ``seqlenq_ngroups_swapped``): ``q`` ``(b, H, d)`` is viewed as ``(b, K, G, d)``, i.e. K "heads" each
+   with G "query positions", and attended against the caches viewed as ``(b, K, L, d)``. Every K/V
+   element is then read once per KV head instead of once per query head, and nothing is repeated
+   or copied: the views are strided over the FlashAttention layout ``(b, L, K, d)``.
+2. **Cut the sequence into chunks and merge them by log-sum-exp** (Flash-Decoding). In the
+   ``(b, L, K, d)`` layout one KV head's rows are ``d`` elements every ``K·d``, so a head-by-head pass
+   over a long sequence strides through memory K times. Cutting it into chunks of about
+   ``CHUNK_BYTES`` per cache, processed head after head while the chunk is still in the core's L2,
+   keeps the K passes local; the chunks also give the CPU threads independent work when
+   ``batch × K`` is small.
+
+The per-chunk attention is PyTorch's fused CPU flash-attention kernel, which also returns the
+log-sum-exp the merge needs; elsewhere (a CUDA device without Triton, say) a float32 matmul
+does the same job. Partials are merged in float32:
+
+    lse = log Σ_s exp(lse_s)          out = Σ_s exp(lse_s − lse) · out_s
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+CHUNK_BYTES = 1 << 20  # ~1 MiB of K (and of V) per chunk: fits a core's L2 (2 MiB here) with room to spare
+MIN_CHUNK_TOKENS = 256  # shorter chunks cost more per call than locality saves
+_cpu_flash = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
+
+def gqa_decode_torch(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape):
+    """Return ``(out, lse)``; inputs already checked by ``kernels.api.check_inputs``."""
+    b, K, G, d = shape.batch, shape.num_kv_heads, shape.group_size, shape.head_dim
+    out = torch.empty_like(q)
+    lse = torch.empty(b, shape.num_heads, dtype=torch.float32, device=q.device)
+    q_grouped = q.view(b, K, G, d)
+    lengths = cache_seqlens.tolist()
+    # Sequences of equal length are attended together; ragged batches fall back to runs of one.
+    start = 0
+    for length, run in itertools.groupby(lengths):
+        stop = start + len(list(run))
+        if length == 0:
+            out[start:stop] = 0
+            lse[start:stop] = float("-inf")
+        else:
+            keys, values = _cached(k_cache, v_cache, block_table, start, stop, length)
+            o, l = _attend(q_grouped[start:stop], keys, values, scale, chunk_tokens(K, d, q.element_size()))
+            out[start:stop] = o.reshape(stop - start, shape.num_heads, d)
+            lse[start:stop] = l.reshape(stop - start, shape.num_heads)
+        start = stop
+    return out, lse
+
+
+def chunk_tokens(num_kv_heads: int, head_dim: int, element_size: int) -> int:
+    """Tokens per chunk: a power of two near CHUNK_BYTES of one cache, at least MIN_CHUNK_TOKENS."""
+    tokens = CHUNK_BYTES // (num_kv_heads * head_dim * element_size)
+    return max(MIN_CHUNK_TOKENS, 1 << max(tokens, 1).bit_length() - 1)
+
+
+def _cached(k_cache, v_cache, block_table, start, stop, length):
+    """The first ``length`` tokens of sequences ``start:stop`` as ``(n, length, K, d)`` caches.
+
+    Contiguous caches are sliced (a view). Paged caches are gathered: one copy of the blocks in
+    use, never repeated over the group; the Triton kernel reads pages in place instead.
+    """
+    if block_table is None:
+        return k_cache[start:stop, :length], v_cache[start:stop, :length]
+    block_size = k_cache.shape[1]
+    blocks = block_table[start:stop, : -(-length // block_size)].long()
+    return k_cache[blocks].flatten(1, 2)[:, :length], v_cache[blocks].flatten(1, 2)[:, :length]
+
+
+def _attend(q, keys, values, scale, chunk):
+    """q ``(n, K, G, d)`` against ``(n, L, K, d)`` caches → out ``(n, K, G, d)``, lse ``(n, K, G)``."""
+    n, length = keys.shape[:2]
+    if length < 2 * chunk:
+        return _block_attention(q, keys.transpose(1, 2), values.transpose(1, 2), scale)
+    out = torch.empty_like(q)
+    lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
+    full = length // chunk * chunk
+    for i in range(n):  # chunks of one sequence share a stride only within that sequence
+        pieces = [_chunked(q[i], keys[i, :full], values[i, :full], scale, chunk)]
+        if full < length:
+            tail = _block_attention(q[i : i + 1], keys[i : i + 1, full:].transpose(1, 2),
+                                    values[i : i + 1, full:].transpose(1, 2), scale)
+            pieces.append(tail)
+        o, l = merge(torch.cat([p[0] for p in pieces]), torch.cat([p[1] for p in pieces]))
+        out[i], lse[i] = o, l
+    return out, lse
+
+
+def _chunked(q, keys, values, scale, chunk):
+    """One sequence, ``len(keys)`` a multiple of ``chunk``: one call with the chunks as the batch."""
+    splits = keys.shape[0] // chunk
+    K, G, d = q.shape
+    as_batch = lambda cache: cache.unflatten(0, (splits, chunk)).transpose(1, 2)  # (S, K, chunk, d) view
+    return _block_attention(q.expand(splits, K, G, d), as_batch(keys), as_batch(values), scale)
+
+
+def merge(out, lse):
+    """Merge partial results along dim 0 by their log-sum-exp (float32); empty partials have lse −inf."""
+    top = lse.amax(dim=0)
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))  # all-empty: weights stay 0, no NaN
+    weights = torch.exp(lse - top)
+    total = weights.sum(dim=0)
+    merged = (out.float() * weights.unsqueeze(-1)).sum(dim=0) / total.clamp_min(1e-30).unsqueeze(-1)
+    return merged.to(out.dtype), top + torch.log(total)
+
+
+def _block_attention(q, keys, values, scale):
+    """q ``(B, K, G, d)``, keys/values ``(B, K, L, d)`` (any strides) → out, lse ``(B, K, G)`` float32."""
+    if _cpu_flash is not None and q.device.type == "cpu":
+        out, lse = _cpu_flash(q, keys, values, scale=scale)
+        return out, lse.float()
+    scores = torch.matmul(q.float(), keys.float().transpose(-1, -2)) * scale
+    lse = torch.logsumexp(scores, dim=-1)
+    out = torch.matmul(torch.exp(scores - lse.unsqueeze(-1)), values.float())
+    return out.to(q.dtype), lse

@@ -1,0 +1,255 @@
+"""Webhook URLs are untrusted: vet them, then connect only to the address that was vetted.
+
+``vet_url`` parses a URL, refuses userinfo, odd schemes and odd ports, resolves the host with
+the system resolver (so numeric spellings such as ``0x7f000001``, ``2130706433``, ``0177.0.0.1``
+and ``127.1`` mean what the C library says they mean) and refuses the URL if **any** address is
+not publicly routable. ``send_pinned`` then connects to a vetted IP itself, sending the original
+``Host`` header and TLS server name, so a second DNS answer (rebinding) can never redirect the
+request. Redirects are never followed and the response is capped in size and time.
+
+Loopback targets pass only when ``allow_loopback`` is set (tests deliver to 127.0.0.1); private,
+link-local, metadata and transition addresses never pass.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpx
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+MAX_URL_LENGTH = 2000
+
+# Checked in order; the first match names the reason. Anything else must also be is_global.
+_NET = ipaddress.ip_network
+_BLOCKED: tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str], ...] = (
+    (_NET("169.254.169.254/32"), "cloud metadata address"),
+    (_NET("100.100.100.200/32"), "cloud metadata address"),
+    (_NET("fd00:ec2::254/128"), "cloud metadata address"),
+    (_NET("0.0.0.0/8"), "'this network' address (0.0.0.0/8)"),
+    (_NET("127.0.0.0/8"), "loopback address"),
+    (_NET("10.0.0.0/8"), "private address (RFC 1918)"),
+    (_NET("172.16.0.0/12"), "private address (RFC 1918)"),
+    (_NET("192.168.0.0/16"), "private address (RFC 1918)"),
+    (_NET("100.64.0.0/10"), "carrier-grade NAT address (100.64.0.0/10)"),
+    (_NET("169.254.0.0/16"), "link-local address"),
+    (_NET("192.0.0.0/24"), "IETF protocol assignment (192.0.0.0/24)"),
+    (_NET("198.18.0.0/15"), "benchmarking address (198.18.0.0/15)"),
+    (_NET("224.0.0.0/4"), "multicast address"),
+    (_NET("240.0.0.0/4"), "reserved address (240.0.0.0/4)"),
+    (_NET("::1/128"), "loopback address"),
+    (_NET("::/128"), "unspecified address"),
+    (_NET("::ffff:0:0/96"), "IPv4-mapped IPv6 address"),
+    (_NET("::/96"), "IPv4-compatible IPv6 address"),
+    (_NET("64:ff9b::/96"), "NAT64 address"),
+    (_NET("64:ff9b:1::/48"), "NAT64 address"),
+    (_NET("2002::/16"), "6to4 address"),
+    (_NET("2001::/32"), "Teredo address"),
+    (_NET("fc00::/7"), "unique local IPv6 address"),
+    (_NET("fe80::/10"), "link-local IPv6 address"),
+    (_NET("fec0::/10"), "site-local IPv6 address"),
+    (_NET("ff00::/8"), "multicast address"),
+    (_NET("100::/64"), "discard-only IPv6 address"),
+)
+_LOOPBACK = (_NET("127.0.0.0/8"), _NET("::1/128"))
+
+
+class UnsafeURL(ValueError):
+    """A webhook URL we will not send to; the message says which rule refused it."""
+
+
+@dataclass(frozen=True)
+class VettedURL:
+    url: str
+    scheme: str
+    host: str  # as written (IDNA-encoded), without brackets
+    port: int
+    target: str  # path + query, what goes on the request line
+    addresses: tuple[str, ...]  # every resolved address, all vetted
+
+    @property
+    def host_header(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+    def pinned_url(self, address: str) -> str:
+        shown = f"[{address}]" if ":" in address else address
+        return f"{self.scheme}://{shown}:{self.port}{self.target}"
+
+
+def address_problem(address: IPAddress, *, allow_loopback: bool = False) -> str | None:
+    """Why ``address`` may not be a webhook target, or None when it may."""
+    if isinstance(address, ipaddress.IPv6Address) and address.scope_id:
+        return "scoped IPv6 address"
+    plain = ipaddress.ip_address(str(address).split("%")[0])
+    if allow_loopback and any(plain in net for net in _LOOPBACK):
+        return None
+    for net, reason in _BLOCKED:
+        if plain.version == net.version and plain in net:
+            return reason
+    if not plain.is_global:
+        return "address that is not globally routable"
+    return None
+
+
+Resolver = Callable[[str, int], Iterable[str]]
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """All addresses the system resolver gives for ``host`` (numeric forms included)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+def parse_url(url: str, *, allow_http: bool) -> tuple[str, str, int, str]:
+    """(scheme, host, port, target) of a syntactically acceptable URL, without resolving it."""
+    if not isinstance(url, str) or not url.strip():
+        raise UnsafeURL("URL is empty")
+    if len(url) > MAX_URL_LENGTH:
+        raise UnsafeURL(f"URL longer than {MAX_URL_LENGTH} characters")
+    if any(ord(c) < 33 or ord(c) == 127 for c in url):
+        raise UnsafeURL("URL contains whitespace or control characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise UnsafeURL(f"URL cannot be parsed: {exc}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("https", "http"):
+        raise UnsafeURL(f"scheme {scheme or '(none)'!r} is not allowed; use https")
+    if scheme == "http" and not allow_http:
+        raise UnsafeURL("plain http is not allowed; use https")
+    if "@" in parts.netloc or parts.username is not None or parts.password is not None:
+        raise UnsafeURL("URLs with credentials (user@host) are not allowed")
+    host = parts.hostname
+    if not host:
+        raise UnsafeURL("URL has no host")
+    if "%" in host:
+        raise UnsafeURL("scoped IPv6 addresses are not allowed")
+    try:
+        host = host.encode("idna").decode("ascii") if not _is_ip_literal(host) else host
+    except UnicodeError:
+        raise UnsafeURL("host name is not a valid (IDNA) name") from None
+    if port is None:
+        port = 443 if scheme == "https" else 80
+    if not 0 < port < 65536:
+        raise UnsafeURL(f"port {port} is out of range")
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return scheme, host, port, target
+
+
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def vet_url(
+    url: str,
+    *,
+    allow_loopback: bool = False,
+    allow_http: bool = False,
+    allowed_ports: Iterable[int] | None = (443, 80, 8080, 8443),
+    resolver: Resolver = system_resolver,
+) -> VettedURL:
+    """Parse and resolve ``url``; raise ``UnsafeURL`` naming the rule unless every address is public."""
+    scheme, host, port, target = parse_url(url, allow_http=allow_http)
+    try:
+        raw = list(resolver(host, port))
+    except (OSError, UnicodeError) as exc:
+        raise UnsafeURL(f"host {host!r} does not resolve ({exc})") from None
+    if not raw:
+        raise UnsafeURL(f"host {host!r} does not resolve")
+    addresses = []
+    for text in raw:
+        try:
+            address = ipaddress.ip_address(text)
+        except ValueError:
+            raise UnsafeURL(f"host {host!r} resolved to something that is not an IP address") from None
+        problem = address_problem(address, allow_loopback=allow_loopback)
+        if problem:
+            if _is_ip_literal(host) and ipaddress.ip_address(host) == address:
+                raise UnsafeURL(f"refused {host}: {problem}")
+            raise UnsafeURL(f"refused {host} (resolves to {address}): {problem}")
+        addresses.append(str(address))
+    all_loopback = all(any(ipaddress.ip_address(a) in net for net in _LOOPBACK) for a in addresses)
+    # Loopback targets exist only when the test-only switch is on; they may use any port.
+    if allowed_ports is not None and not (allow_loopback and all_loopback):
+        allowed = set(allowed_ports)
+        if port not in allowed:
+            raise UnsafeURL(f"port {port} is not allowed (allowed: {', '.join(map(str, sorted(allowed)))})")
+    return VettedURL(url=url, scheme=scheme, host=host, port=port, target=target, addresses=tuple(addresses))
+
+
+@dataclass(frozen=True)
+class PinnedResponse:
+    status_code: int
+    headers: httpx.Headers
+    body: bytes  # at most max_response_bytes
+    address: str
+    elapsed_s: float
+
+
+def send_pinned(
+    vetted: VettedURL,
+    *,
+    content: bytes,
+    headers: dict[str, str],
+    timeout_s: float,
+    connect_timeout_s: float,
+    max_response_bytes: int,
+) -> PinnedResponse:
+    """POST ``content`` to a vetted address (never re-resolving the host); no redirects followed.
+
+    The whole exchange is bounded: connect, write and each read by the timeouts, and the body by
+    ``max_response_bytes`` and an overall deadline of ``timeout_s`` from the first byte sent.
+    Raises ``httpx.TimeoutException`` / ``httpx.TransportError`` on failure.
+    """
+    started = time.monotonic()
+    timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
+    last_error: Exception | None = None
+    with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False) as client:
+        for address in vetted.addresses:
+            request = client.build_request(
+                "POST",
+                vetted.pinned_url(address),
+                content=content,
+                headers={**headers, "Host": vetted.host_header},
+                extensions={"sni_hostname": vetted.host} if vetted.scheme == "https" else {},
+            )
+            try:
+                response = client.send(request, stream=True)
+            except httpx.ConnectError as exc:  # try the next vetted address
+                last_error = exc
+                continue
+            try:
+                body = bytearray()
+                deadline = started + connect_timeout_s + timeout_s
+                for chunk in response.iter_raw():
+                    body += chunk
+                    if len(body) >= max_response_bytes or time.monotonic() > deadline:
+                        break
+            except httpx.TransportError:
+                pass  # the status line is what matters; a truncated body is still a response
+            finally:
+                response.close()
+            return PinnedResponse(
+                status_code=response.status_code,
+                headers=response.headers,
+                body=bytes(body[:max_response_bytes]),
+                address=address,
+                elapsed_s=time.monotonic() - started,
+            )
+    assert last_error is not None
+    raise last_error

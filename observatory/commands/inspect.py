@@ -1,0 +1,149 @@
+"""``observatory inspect``: the attention geometry and KV-cache cost of config.json files."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from observatory.geometry import MAX_CONFIG_CHARS, ConfigError, Geometry, parse_config_text, parse_geometry
+from observatory.kvcache import (
+    DTYPE_BYTES,
+    bytes_per_token,
+    cache_bytes,
+    mha_counterfactual,
+    saving_ratio,
+)
+
+CONTEXTS = {"4k": 4096, "32k": 32768, "128k": 131072}
+# An indented array of plain words or numbers (layer_kinds, per-layer heads), to put on one line.
+_SCALAR = r'(?:"[\w.:-]*"|-?\d+|null|true|false)'
+_SCALAR_ARRAY = re.compile(r"\[\n\s+(" + _SCALAR + r"(?:,\n\s+" + _SCALAR + r")*)\n\s*\]")
+MAX_READ_BYTES = MAX_CONFIG_CHARS * 4  # UTF-8 needs at most 4 bytes a character
+
+
+@click.command("inspect")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object (one per line when several PATHs are given).")
+@click.option("--dtype", type=click.Choice(list(DTYPE_BYTES)), default="bf16", show_default=True,
+              help="Element type of the KV cache, for byte figures.")
+def inspect(paths: tuple[str, ...], as_json: bool, dtype: str) -> None:
+    """Derive attention geometry and KV-cache size from config.json files.
+
+    PATH is a config.json file, or - to read one from standard input. Prints the attention kind,
+    query heads H, KV heads K, group size G, head dim d, layers, KV bytes per token, the cache at
+    4k/32k/128k tokens (batch 1) next to its MHA counterfactual, and any warnings.
+    """
+    failed = False
+    for path in paths:
+        label = "<stdin>" if path == "-" else path
+        try:
+            geom = parse_geometry(parse_config_text(_read(path)))
+        except ConfigError as exc:
+            if len(paths) == 1:
+                raise click.ClickException(f"{label}: {exc}") from None
+            click.echo(f"Error: {label}: {exc}", err=True)
+            failed = True
+            continue
+        if as_json:
+            report = inspection(geom, dtype) | {"path": label}
+            click.echo(_dumps(report) if len(paths) == 1 else json.dumps(report))
+        else:
+            click.echo(summary(geom, dtype, label))
+    if failed:
+        sys.exit(1)
+
+
+def inspection(geom: Geometry, dtype: str) -> dict[str, Any]:
+    """The geometry as JSON-safe data plus its KV-cache figures at ``dtype``."""
+    counter = mha_counterfactual(geom)
+    report = geom.to_dict()
+    report["kv_cache_elements_per_token"] = report.pop("kv_elements_per_token")
+    report["dtype"] = dtype
+    report["kv_cache_bytes_per_token"] = bytes_per_token(geom, dtype)
+    report["mha_counterfactual_bytes_per_token"] = bytes_per_token(counter, dtype)
+    report["saving_ratio"] = saving_ratio(geom)
+    report["kv_at_context"] = {
+        str(tokens): {"batch": 1, "bytes": cache_bytes(geom, tokens, 1, dtype),
+                      "mha_counterfactual_bytes": cache_bytes(counter, tokens, 1, dtype)}
+        for tokens in CONTEXTS.values()
+    }
+    return report
+
+
+def summary(geom: Geometry, dtype: str, label: str) -> str:
+    arch = f" ({', '.join(geom.architectures)})" if geom.architectures else ""
+    lines = [label, f"  model type     {geom.model_type or '(none given)'}{arch}"]
+    if geom.attention_kind == "none":
+        lines.append(f"  attention      none: no layer holds a per-token KV cache ({geom.num_layers} layers)")
+    else:
+        group = "n/a (MLA)" if geom.group_size is None else f"{geom.group_size:g}"
+        hybrid = ", hybrid" if geom.is_hybrid else ""
+        lines += [
+            f"  attention      {geom.attention_kind}{hybrid}: H={geom.num_query_heads}, K={geom.num_kv_heads},"
+            f" G={group}, d={geom.head_dim}" + (f", d_v={geom.v_head_dim}" if geom.v_head_dim != geom.head_dim else ""),
+            f"  layers         {geom.num_layers}, of which {geom.kv_layers} hold a KV cache",
+            f"  window         {_window(geom)}",
+        ]
+        if geom.mla is not None:
+            mla = geom.mla
+            lines.append(f"  MLA latent     {mla.kv_lora_rank} + {mla.qk_rope_head_dim} ="
+                         f" {mla.latent_elements_per_layer} elements per layer (q_lora_rank {mla.q_lora_rank})")
+        counter = mha_counterfactual(geom)
+        lines += [
+            f"  KV per token   {geom.kv_elements_per_token:,} elements = {bytes_per_token(geom, dtype):,} bytes"
+            f" ({dtype}); MHA would be {bytes_per_token(counter, dtype):,} bytes",
+            f"  KV cache, batch 1, {dtype}:",
+            f"    {'context':>8} {'cache':>12} {'MHA (K=H)':>12} {'saving':>8}",
+        ]
+        for name, tokens in CONTEXTS.items():
+            actual, mha = cache_bytes(geom, tokens, 1, dtype), cache_bytes(counter, tokens, 1, dtype)
+            lines.append(f"    {name:>8} {_size(actual):>12} {_size(mha):>12} {mha / actual:>7.1f}x")
+    lines.append("  warnings       " + ("none" if not geom.warnings else f"{len(geom.warnings)}"))
+    lines += [f"    - {w}" for w in geom.warnings]
+    return "\n".join(lines)
+
+
+def _window(geom: Geometry) -> str:
+    parts = []
+    if geom.sliding_layers:
+        parts.append(f"sliding {geom.sliding_window:,} tokens on {geom.sliding_layers} of {geom.num_layers} layers")
+    elif geom.sliding_window is not None:
+        parts.append(f"sliding_window {geom.sliding_window:,} declared but never binds")
+    if geom.chunked:
+        chunked = geom.layer_kinds.count("chunked")
+        parts.append(f"chunked {geom.chunk_size:,} tokens on {chunked} of {geom.num_layers} layers")
+    return "; ".join(parts) or "none (full attention)"
+
+
+def _dumps(report: dict[str, Any]) -> str:
+    """Indented JSON, with per-layer lists kept on one line each."""
+    text = json.dumps(report, indent=2)
+    return _SCALAR_ARRAY.sub(lambda m: "[" + re.sub(r",\n\s+", ", ", m.group(1)) + "]", text)
+
+
+def _size(n: int) -> str:
+    """Decimal units, as on a spec sheet: 1 GB = 10**9 bytes."""
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= scale:
+            return f"{n / scale:,.2f} {unit}"
+    return f"{n} B"
+
+
+def _read(path: str) -> bytes:
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_READ_BYTES + 1)
+        else:
+            with Path(path).open("rb") as handle:
+                data = handle.read(MAX_READ_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_READ_BYTES:
+        raise ConfigError(f"larger than {MAX_READ_BYTES} bytes; not a config.json")
+    return data

@@ -1,0 +1,375 @@
+"""How real ``config.json`` files spell attention geometry: key names, family defaults, layer schedules.
+
+``geometry.py`` decides what a config means; this module only knows where each value may be
+written and how to read it safely. Everything here is pure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A config.json that cannot be read at all (not JSON, not an object)."""
+
+
+class GeometryError(ConfigError):
+    """A config from which no trustworthy attention geometry can be derived."""
+
+
+# Spellings, most common first. The first key holding a non-null value wins.
+HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads")
+KV_HEAD_KEYS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "n_kv_heads", "n_local_heads")
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_transformer_layers")
+WIDTH_KEYS = ("hidden_size", "n_embd", "n_embed", "d_model", "model_dim", "dim")
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length")
+# Per-layer schedules whose length is the layer count when no layer key is given (NemotronH).
+LAYER_LIST_KEYS = ("layer_types", "layers_block_type", "block_types", "hybrid_override_pattern", "attn_type_list")
+
+# Where multimodal wrappers keep the language model, in order of preference. vision_config,
+# audio_config, eva_config and qformer_config are never read: they describe encoders.
+NESTED_SECTIONS = ("text_config", "llm_config", "language_config", "thinker_config.text_config", "decoder")
+
+MAX_COUNT = 1 << 20  # heads, layers and widths of real models are far below this
+MAX_TOKENS = 1 << 40  # windows and context lengths
+MAX_SHOWN = 40  # characters of a bad value quoted in a message
+
+# transformers drops sub-config values equal to the class defaults when it saves a wrapper
+# (LLaVA's text_config is just {"model_type": "llama", ...}); these are the defaults it then loads.
+FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "llama": {"hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32},
+    "mistral": {"hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
+                "num_key_value_heads": 8, "sliding_window": 4096},
+    "mixtral": {"hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8},
+    "qwen2": {"hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32},
+    "gemma": {"hidden_size": 3072, "num_attention_heads": 16, "num_hidden_layers": 28,
+              "num_key_value_heads": 16, "head_dim": 256},
+    "gemma2": {"hidden_size": 2304, "num_attention_heads": 8, "num_hidden_layers": 26,
+               "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096},
+    "gemma3_text": {"hidden_size": 2304, "num_attention_heads": 8, "num_hidden_layers": 26,
+                    "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096},
+    "phi3": {"hidden_size": 3072, "num_attention_heads": 32, "num_hidden_layers": 32},
+}
+
+ATTENTION_FREE_MODEL_TYPES = frozenset(
+    {"rwkv", "rwkv5", "rwkv6", "rwkv7", "mamba", "mamba2", "falcon_mamba", "xlstm"})
+ATTENTION_FREE_ARCH_PREFIXES = ("Rwkv", "RWKV", "Mamba", "Mamba2", "FalconMamba", "xLSTM")
+
+# Layer kinds. Only the first three hold a per-token KV cache.
+KV_KINDS = ("full", "sliding", "chunked")
+STATE_KINDS = frozenset({"linear", "conv", "mamba", "recurrent", "other"})  # mixers with fixed-size state
+LAYER_KIND_NAMES = {
+    "full_attention": "full", "attention": "full", "full": "full", "global": "full",
+    "global_attention": "full", "*": "full", "G": "full",
+    "hybrid": "full",  # Zamba2: a Mamba layer plus the shared attention block, which caches K/V
+    "sliding_attention": "sliding", "sliding": "sliding", "local": "sliding", "local_attention": "sliding",
+    "swa": "sliding", "L": "sliding",
+    "chunked_attention": "chunked",
+    "linear_attention": "linear", "lightning_attention": "linear", "linear": "linear",
+    "conv": "conv", "short_conv": "conv",
+    "mamba": "mamba", "mamba2": "mamba", "ssm": "mamba", "M": "mamba",
+    "recurrent": "recurrent", "rwkv": "recurrent",
+    "mlp": "mlp", "moe": "mlp", "ffn": "mlp", "-": "mlp", "E": "mlp",
+    "cross_attention": "cross",
+}
+
+
+def show(value: Any) -> str:
+    """A short, one-line rendering of an untrusted value for messages."""
+    try:
+        text = json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."
+
+
+def get_path(cfg: dict, dotted: str) -> Any:
+    node: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def to_int(value: Any, path: str, warnings: list[str], *, lo: int = 1, hi: int = MAX_COUNT) -> int:
+    """Read a whole number, tolerating "32" and 32.0 (with a warning) and refusing anything else."""
+    if isinstance(value, bool):
+        raise GeometryError(f"{path} is a boolean ({show(value)}), expected a whole number")
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            number: Any = int(text)
+        except ValueError:
+            try:
+                number = float(text)
+            except ValueError:
+                raise GeometryError(f"{path} is the string {show(value)}, expected a whole number") from None
+        warnings.append(f"{path} is written as a string ({show(value)}); read as {show(number)}")
+        value = number
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        warnings.append(f"{path} is written as a float ({show(value)}); read as {int(value)}")
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise GeometryError(f"{path} is {show(value)}, expected a whole number")
+        if not value.is_integer():
+            raise GeometryError(f"{path} is fractional ({show(value)}), expected a whole number")
+        value = int(value)
+    if not isinstance(value, int):
+        raise GeometryError(f"{path} is {type(value).__name__} {show(value)}, expected a whole number")
+    if value < lo:
+        raise GeometryError(f"{path} is {value}; it must be at least {lo}")
+    if value > hi:
+        raise GeometryError(f"{path} is {value}; more than {hi} is not a plausible value")
+    return value
+
+
+class Section:
+    """The part of a config that describes the language model, with its key prefix and defaults."""
+
+    def __init__(self, data: dict, prefix: str, warnings: list[str], sources: dict[str, str]):
+        self.data = data
+        self.prefix = prefix  # "" or "text_config." etc.
+        self.warnings = warnings
+        self.sources = sources
+        self.family = data.get("model_type") if isinstance(data.get("model_type"), str) else None
+        # Defaults apply only to nested sections: top-level config.json files are saved in full.
+        self.defaults = FAMILY_DEFAULTS.get(self.family or "", {}) if prefix else {}
+        self.defaulted: list[str] = []
+
+    def path(self, key: str) -> str:
+        return self.prefix + key
+
+    def has(self, keys: tuple[str, ...]) -> bool:
+        return any(self.data.get(k) is not None for k in keys)
+
+    def raw(self, key: str) -> Any:
+        return self.data.get(key)
+
+    def lookup(self, keys: tuple[str, ...]) -> tuple[str, Any] | None:
+        """(path, value) of the first non-null spelling; a family default if none; else None."""
+        found = [(k, self.data[k]) for k in keys if self.data.get(k) is not None]
+        if found:
+            key, value = found[0]
+            for other, other_value in found[1:]:
+                if other_value != value:
+                    self.warnings.append(
+                        f"{self.path(other)}={show(other_value)} disagrees with {self.path(key)}={show(value)};"
+                        f" using {self.path(key)}")
+            return self.path(key), value
+        if any(k in self.data for k in keys):  # an explicit null was kept on purpose: no default
+            return None
+        for key in keys:
+            if key in self.defaults:
+                self.defaulted.append(f"{key}={self.defaults[key]}")
+                return f"default:{self.family}.{key}", self.defaults[key]
+        return None
+
+    def count(self, field: str, keys: tuple[str, ...], *, lo: int = 1, hi: int = MAX_COUNT) -> int | None:
+        """A scalar whole number from the first spelling present, recorded in sources."""
+        item = self.lookup(keys)
+        if item is None:
+            return None
+        path, value = item
+        self.sources[field] = path
+        return to_int(value, path, self.warnings, lo=lo, hi=hi)
+
+    def counts(self, field: str, keys: tuple[str, ...]) -> int | list[int] | None:
+        """Like ``count`` but a per-layer list of whole numbers is also accepted."""
+        item = self.lookup(keys)
+        if item is None:
+            return None
+        path, value = item
+        self.sources[field] = path
+        if isinstance(value, list):
+            if not value:
+                raise GeometryError(f"{path} is an empty list")
+            return [to_int(v, f"{path}[{i}]", self.warnings) for i, v in enumerate(value)]
+        return to_int(value, path, self.warnings)
+
+    def window(self, field: str, key: str) -> int | None:
+        """A window or chunk size; null, false, 0 and negatives mean "none"."""
+        item = self.lookup((key,))
+        if item is None:
+            return None
+        path, value = item
+        if value is False or (isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0):
+            self.warnings.append(f"{path}={show(value)} read as no window")
+            return None
+        if value is True:
+            self.warnings.append(f"{path} is true, not a size; ignored")
+            return None
+        self.sources[field] = path
+        return to_int(value, path, self.warnings, hi=MAX_TOKENS)
+
+    def flag(self, key: str) -> bool | None:
+        value = self.data.get(key)
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            self.warnings.append(f"{self.path(key)} is the string {show(value)}; read as a boolean")
+            return value.strip().lower() == "true"
+        if isinstance(value, (int, float)) and value in (0, 1):
+            return bool(value)
+        self.warnings.append(f"{self.path(key)}={show(value)} is not a boolean; ignored")
+        return None
+
+    def note_defaults(self) -> None:
+        if self.defaulted:
+            self.warnings.append(
+                f"{self.prefix.rstrip('.')} omits {', '.join(d.split('=')[0] for d in self.defaulted)};"
+                f" applied {self.family} defaults ({', '.join(self.defaulted)})")
+
+
+def select_section(cfg: dict, warnings: list[str], sources: dict[str, str]) -> Section:
+    """Find the language model's settings: a nested text section if it has heads, else the top level."""
+    nested = [(p, get_path(cfg, p)) for p in NESTED_SECTIONS]
+    nested = [(p, sub) for p, sub in nested if isinstance(sub, dict)]
+    top = Section(cfg, "", warnings, sources)
+    for prefix, sub in nested:
+        if Section(sub, prefix, [], {}).has(HEAD_KEYS):
+            return Section(sub, prefix + ".", warnings, sources)
+    if top.has(HEAD_KEYS):
+        return top
+    for prefix, sub in nested:
+        if sub.get("model_type") in FAMILY_DEFAULTS or Section(sub, prefix, [], {}).has(LAYER_KEYS):
+            return Section(sub, prefix + ".", warnings, sources)
+    return top
+
+
+def layer_kind(name: Any, path: str, warnings: list[str]) -> str:
+    if isinstance(name, str) and name in LAYER_KIND_NAMES:
+        return LAYER_KIND_NAMES[name]
+    if isinstance(name, str) and name.strip().lower() in LAYER_KIND_NAMES:
+        return LAYER_KIND_NAMES[name.strip().lower()]
+    if isinstance(name, str) and "attention" in name.lower() and "linear" not in name.lower():
+        warnings.append(f"{path}: unknown layer type {show(name)} counted as full attention")
+        return "full"
+    warnings.append(f"{path}: unknown layer type {show(name)} counted as holding no KV cache")
+    return "other"
+
+
+def fit_to_layers(kinds: list[Any], n_layers: int, path: str, warnings: list[str]) -> list[Any]:
+    """Per-layer lists must cover every layer; extra trailing entries (LFM2, MTP layers) are dropped."""
+    if len(kinds) < n_layers:
+        raise GeometryError(f"{path} has {len(kinds)} entries for {n_layers} layers")
+    if len(kinds) > n_layers:
+        warnings.append(f"{path} has {len(kinds)} entries for {n_layers} layers; using the first {n_layers}")
+    return kinds[:n_layers]
+
+
+def explicit_schedule(sec: Section, n_layers: int) -> tuple[list[str], str] | None:
+    """Per-layer kinds from a schedule the config spells out, or None if it spells none out."""
+    w = sec.warnings
+    for key in ("layer_types", "layers_block_type", "block_types"):
+        value = sec.raw(key)
+        if isinstance(value, list) and value:
+            kinds = [layer_kind(v, f"{sec.path(key)}[{i}]", w) for i, v in enumerate(value)]
+            return fit_to_layers(kinds, n_layers, sec.path(key), w), sec.path(key)
+    pattern = sec.raw("hybrid_override_pattern")  # NemotronH: M = Mamba, * = attention, - = MLP, E = MoE
+    if isinstance(pattern, str) and pattern:
+        kinds = [layer_kind(c, f"{sec.path('hybrid_override_pattern')}[{i}]", w) for i, c in enumerate(pattern)]
+        return fit_to_layers(kinds, n_layers, sec.path("hybrid_override_pattern"), w), sec.path(
+            "hybrid_override_pattern")
+    types = sec.raw("attn_type_list")  # MiniMax: 1 = softmax attention, 0 = lightning (linear) attention
+    if isinstance(types, list) and types:
+        kinds = ["full" if v == 1 and not isinstance(v, bool) else "linear" for v in types]
+        if any(v not in (0, 1) or isinstance(v, bool) for v in types):
+            w.append(f"{sec.path('attn_type_list')} holds values other than 0 and 1; only 1 counted as attention")
+        return fit_to_layers(kinds, n_layers, sec.path("attn_type_list"), w), sec.path("attn_type_list")
+    if sec.raw("attn_layer_period") is not None:  # Jamba: attention on layers i % period == offset
+        period = to_int(sec.raw("attn_layer_period"), sec.path("attn_layer_period"), w)
+        offset = to_int(sec.raw("attn_layer_offset") or 0, sec.path("attn_layer_offset"), w, lo=0)
+        kinds = ["full" if i % period == offset else "mamba" for i in range(n_layers)]
+        return kinds, f"{sec.path('attn_layer_period')}/{sec.path('attn_layer_offset')}"
+    if sec.raw("full_attention_interval") is not None:  # Qwen3-Next: every interval-th layer attends
+        interval = to_int(sec.raw("full_attention_interval"), sec.path("full_attention_interval"), w)
+        kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(n_layers)]
+        return kinds, sec.path("full_attention_interval")
+    return None
+
+
+def sliding_schedule(sec: Section, n_layers: int, model_type: str | None) -> tuple[list[bool], str]:
+    """Which layers slide when a window is declared but no per-layer list says so."""
+    w = sec.warnings
+    for key in ("sliding_window_pattern", "_sliding_window_pattern"):
+        pattern = sec.raw(key)
+        if isinstance(pattern, str) and pattern and set(pattern) <= {"L", "G"}:
+            # EXAONE-4: "LLLG" repeats; transformers also keeps the last layer global.
+            return [pattern[i % len(pattern)] == "L" and i != n_layers - 1 for i in range(n_layers)], sec.path(key)
+        if pattern is not None:
+            every = to_int(pattern, sec.path(key), w)  # Gemma-3, Cohere2: every n-th layer is global
+            return [(i + 1) % every != 0 for i in range(n_layers)], sec.path(key)
+    family = sec.family or model_type or ""
+    if family == "gemma2":  # alternates local/global from layer 0 with nothing per-layer in the file
+        return [i % 2 == 0 for i in range(n_layers)], "derived:gemma2 alternates sliding/full"
+    if family.startswith("gemma3"):
+        return [(i + 1) % 6 != 0 for i in range(n_layers)], "derived:gemma3 default pattern 6"
+    if sec.flag("use_sliding_window") is True and sec.raw("max_window_layers") is not None:
+        # Qwen2 family: the first max_window_layers layers keep full attention.
+        first = to_int(sec.raw("max_window_layers"), sec.path("max_window_layers"), w, lo=0)
+        return [i >= first for i in range(n_layers)], sec.path("max_window_layers")
+    return [True] * n_layers, "derived:sliding_window on every layer"
+
+
+def chunk_schedule(sec: Section, n_layers: int) -> tuple[list[bool], str]:
+    """Llama 4: chunked attention on RoPE layers; every no_rope_layer_interval-th layer is global NoPE."""
+    flags = sec.raw("no_rope_layers")
+    if isinstance(flags, list) and flags:
+        flags = fit_to_layers(flags, n_layers, sec.path("no_rope_layers"), sec.warnings)
+        return [bool(f) for f in flags], sec.path("no_rope_layers")
+    interval = sec.raw("no_rope_layer_interval")
+    every = 4 if interval is None else to_int(interval, sec.path("no_rope_layer_interval"), sec.warnings)
+    return [(i + 1) % every != 0 for i in range(n_layers)], f"derived:every {every}th layer global (NoPE)"
+
+
+def kv_heads(sec: Section, h: int) -> int | list[int]:
+    """K from the first grouping signal present; a missing or null count means K = H (MHA)."""
+    warn, src = sec.warnings.append, sec.sources
+    explicit = sec.counts("num_kv_heads", KV_HEAD_KEYS)
+    multi_query = sec.flag("multi_query")
+    if explicit is not None:
+        if multi_query and explicit != 1:
+            warn(f"multi_query is true but {src['num_kv_heads']}={show(explicit)}; the count wins")
+        return explicit
+    group_num = sec.raw("multi_query_group_num")
+    if group_num is not None:  # ChatGLM2/3, GLM-4 in chatglm format
+        if sec.flag("multi_query_attention"):
+            return sec.count("num_kv_heads", ("multi_query_group_num",))
+        warn(f"{sec.path('multi_query_group_num')} ignored: multi_query_attention is not true")
+    attn = sec.raw("attn_config")
+    if isinstance(attn, dict):  # DBRX, MPT
+        if attn.get("kv_n_heads") is not None:
+            path = sec.path("attn_config.kv_n_heads")
+            src["num_kv_heads"] = path
+            return to_int(attn["kv_n_heads"], path, sec.warnings)
+        if attn.get("attn_type") == "multiquery_attention":
+            src["num_kv_heads"] = sec.path("attn_config.attn_type")
+            return 1
+    if multi_query:
+        src["num_kv_heads"] = sec.path("multi_query")
+        return 1
+    present = [key for key in KV_HEAD_KEYS if key in sec.data]
+    src["num_kv_heads"] = "default:K=H" + (f" ({sec.path(present[0])} is null)" if present else "")
+    return h
+
+
+def extra_cache_notes(sec: Section, kv_layers: int) -> None:
+    """Caches the standard formula leaves out: sparse-attention indexers, compression, MTP layers."""
+    warn = sec.warnings.append
+    index_dim = sec.raw("index_head_dim")
+    if isinstance(index_dim, int) and not isinstance(index_dim, bool) and index_dim > 0:
+        warn(f"{sec.path('index_head_dim')}={index_dim}: a sparse-attention indexer also caches"
+             f" {index_dim} elements per layer (+{index_dim * kv_layers} per token), not counted")
+    if sec.raw("compress_ratios") is not None:
+        warn(f"{sec.path('compress_ratios')} present: compressed attention is not modelled; figures use the"
+             " plain formula, and with a sliding window they undercount long contexts")
+    for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers", "_num_mtp_layers"):
+        extra = sec.raw(key)
+        if isinstance(extra, int) and not isinstance(extra, bool) and extra > 0:
+            warn(f"{sec.path(key)}={extra}: multi-token-prediction layers sit outside the layer count;"
+                 " not counted")
+            break

@@ -1,0 +1,342 @@
+"""One crawl: retry due failures, list new models down to the mark, then changed ones.
+
+Three passes, each cheap when there is nothing to do:
+
+1. **retry** - transient failures whose backoff has elapsed, fetched at their recorded sha;
+2. **created** - ``sort=createdAt`` newest-first down to the scope's ``created_mark``: new repos;
+3. **modified** - ``sort=lastModified`` newest-first down to ``modified_mark``: repos already
+   stored whose sha moved (old models are below the created mark, so only this pass sees them).
+
+The main thread lists and writes; a bounded pool of threads fetches configs. Results are
+committed in small batches as they arrive (the checkpoint: a SIGKILL loses at most the batch in
+flight, which the next run fetches again), and a pass's mark moves only after everything it
+fetched is committed. A ``crawl`` lease in the store keeps a second process from crawling.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from datetime import datetime, timedelta
+from itertools import islice
+
+from sqlalchemy.engine import Engine
+
+from observatory import lease
+from observatory.crawler import marks, store
+from observatory.crawler.failures import RetryPolicy
+from observatory.crawler.scope import Scope
+from observatory.db import session_scope
+from observatory.hub import session as hub_session
+from observatory.hub.files import Fetched, RateLimited, fetch_config
+from observatory.hub.listing import Listed, list_newest
+from observatory.repo_ids import is_valid_repo_id
+from observatory.settings import Settings
+from observatory.tables import CrawlRun, utcnow
+
+log = logging.getLogger(__name__)
+
+LEASE_NAME = "crawl"
+CHUNK = 100  # listing entries looked up in the store at once
+BATCH = 64  # results per commit
+BATCH_SECONDS = 1.0  # ...or this old, whichever comes first
+
+
+class CrawlBusy(RuntimeError):
+    """Another process holds the crawl lease."""
+
+
+class LeaseLost(RuntimeError):
+    """Our crawl lease lapsed and someone else took it: stop at once, writing nothing more."""
+
+
+Progress = Callable[[dict], None]
+
+
+def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, since: datetime | None = None,
+          max_models: int | None = None, retry: bool = True, progress: Progress | None = None) -> CrawlRun:
+    """Run one crawl and return its stored ``CrawlRun``. Raises ``CrawlBusy`` if one is running."""
+    scope = scope or Scope()
+    hub_session.configure(settings)
+    holder = lease.new_holder()
+    if not lease.acquire(engine, LEASE_NAME, holder, settings.crawl_lease_ttl_s):
+        raise CrawlBusy("another crawl is running (the crawl lease is held)")
+    try:
+        with session_scope(engine) as session:
+            now = utcnow()
+            store.close_stale_runs(session, now)
+            store.load_scope(session, scope)
+            run = CrawlRun(scope=scope.name, started_at=now, status="running")
+            session.add(run)
+        job = _Crawl(engine, settings, scope, run.id, holder, progress)
+        status, error = "ok", None
+        started = time.monotonic()
+        with hub_session.counting() as counter:
+            try:
+                if retry:
+                    job.retry_pass()
+                job.created_pass(since=since, max_models=max_models)
+                job.modified_pass()
+            except (RateLimited, LeaseLost) as exc:
+                status, error = "interrupted", str(exc)
+            except KeyboardInterrupt:
+                status, error = "interrupted", "interrupted by the user"
+                raise
+            except Exception as exc:  # recorded on the run, then re-raised for the caller
+                log.exception("crawl failed")
+                status, error = "failed", f"{type(exc).__name__}: {exc}"[:2000]
+                raise
+            finally:
+                job.close()
+                run = _finish(engine, run.id, job, status, error, counter.snapshot(),
+                              time.monotonic() - started)
+    finally:
+        lease.release(engine, LEASE_NAME, holder)
+    from observatory import pipeline
+
+    pipeline.after_crawl(engine, settings, run)
+    return run
+
+
+def _finish(engine: Engine, run_id: int, job: _Crawl, status: str, error: str | None,
+            requests: dict[str, int], duration: float) -> CrawlRun:
+    with session_scope(engine) as session:
+        run = session.get(CrawlRun, run_id)
+        run.finished_at = utcnow()
+        run.status = status
+        run.error = error
+        run.seen = job.seen
+        run.new = job.labels["new"]
+        run.changed = job.labels["changed"]
+        run.skipped = sum(job.skipped.values())
+        failures = {k: v for k, v in job.labels.items() if k not in ("new", "changed")}
+        run.failed = sum(failures.values())
+        run.failures_by_reason = dict(sorted(failures.items()))
+        run.requests = sum(requests.values())
+        run.stats = {
+            "duration_s": round(duration, 3),
+            "requests_by_kind": dict(sorted(requests.items())),
+            "skipped_by_reason": dict(sorted(job.skipped.items())),
+            "retried": job.retried,
+            "passes": job.passes,
+        }
+    return run
+
+
+class _Crawl:
+    def __init__(self, engine: Engine, settings: Settings, scope: Scope, run_id: int, holder: str,
+                 progress: Progress | None) -> None:
+        self.engine, self.settings, self.scope, self.run_id = engine, settings, scope, run_id
+        self.holder, self.progress = holder, progress
+        self.policy = RetryPolicy(settings.crawl_retry_base_s, settings.crawl_retry_max_s,
+                                  settings.crawl_max_attempts)
+        self.pool = ThreadPoolExecutor(max(1, settings.crawl_concurrency), thread_name_prefix="crawl-fetch")
+        self.max_inflight = max(1, settings.crawl_concurrency) * 4
+        self.pending: dict[Future, store.Work] = {}
+        self.ready: list[store.Work] = []
+        self.last_flush = self.last_renew = time.monotonic()
+        self.stopping: BaseException | None = None
+        self.seen = 0
+        self.retried = 0
+        self.submitted = 0  # models worked on (fetched or failed), for --max-models
+        self.labels: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()
+        self.passes: dict[str, dict] = {}
+
+    # -- passes -------------------------------------------------------------------------------
+
+    def retry_pass(self) -> None:
+        with session_scope(self.engine) as session:
+            due = store.due_failures(session, utcnow(), self.settings.crawl_retry_batch)
+            had = store.known(session, [f.model_id for f in due]).revisions
+        for failure in due:
+            self.retried += 1
+            self._submit(store.Work(failure.model_id, failure.sha, had_revision=bool(had.get(failure.model_id))))
+        self._drain_all()
+        self.passes["retry"] = {"due": len(due)}
+
+    def created_pass(self, *, since: datetime | None, max_models: int | None) -> None:
+        settings = self.settings
+        overlap = timedelta(seconds=settings.crawl_overlap_s)
+        with session_scope(self.engine) as session:
+            state = store.load_scope(session, self.scope)
+            first_run = state.created_mark is None
+            stop = marks.created_stop(
+                mark=state.created_mark, floor=state.floor, since=since, overlap=overlap,
+                default_since=utcnow() - timedelta(days=settings.crawl_first_run_days))
+            if first_run and state.floor is None:
+                state.floor = stop  # a first run that is interrupted resumes with the same bound
+            if state.modified_mark is None:
+                # Changes from now on are the change pass's job; set before anything is fetched.
+                state.modified_mark = utcnow()
+        listing = list_newest(settings, "created_at", author=self.scope.author, hub_filter=list(self.scope.hub_filter))
+        budget = max_models
+        top, last, complete, out_of_budget = None, None, False, False
+        for item, knowledge in self._examine(listing):
+            if marks.below(item.created_at, stop):
+                complete = True
+                break
+            if budget is not None and self.submitted >= budget:
+                out_of_budget = True
+                break
+            top = marks.advance(top, item.created_at)
+            last = item.created_at or last
+            self._consider(item, knowledge)
+            if self.stopping:
+                break
+        else:
+            complete = not self.stopping
+        self._drain_all()
+        info = {"stop": _iso(stop), "top": _iso(top), "complete": complete, "first_run": first_run}
+        self.passes["created"] = info
+        if self.stopping:
+            raise self.stopping
+        if complete or (first_run and out_of_budget):
+            with session_scope(self.engine) as session:
+                state = store.load_scope(session, self.scope)
+                state.created_mark = marks.advance(state.created_mark, top)
+                if first_run:  # a first run cut short by --max-models covers down to its last entry
+                    state.floor = stop if complete else last
+                else:
+                    state.floor = marks.extend_floor(state.floor, stop)
+                state.last_run_id = self.run_id
+                state.updated_at = utcnow()
+                info["mark"] = _iso(state.created_mark)
+
+    def modified_pass(self) -> None:
+        overlap = timedelta(seconds=self.settings.crawl_overlap_s)
+        with session_scope(self.engine) as session:
+            state = store.load_scope(session, self.scope)
+            stop = marks.modified_stop(state.modified_mark, overlap)
+        if stop is None:  # set by the created pass; without it this pass would read the whole Hub
+            return
+        listing = list_newest(self.settings, "last_modified", author=self.scope.author,
+                              hub_filter=list(self.scope.hub_filter))
+        top, complete = None, False
+        for item, knowledge in self._examine(listing, tracked_only=True):
+            if marks.below(item.last_modified, stop):
+                complete = True
+                break
+            top = marks.advance(top, item.last_modified)
+            self._consider(item, knowledge)
+            if self.stopping:
+                break
+        else:
+            complete = not self.stopping
+        self._drain_all()
+        self.passes["modified"] = {"stop": _iso(stop), "top": _iso(top), "complete": complete}
+        if self.stopping:
+            raise self.stopping
+        if complete:
+            with session_scope(self.engine) as session:
+                state = store.load_scope(session, self.scope)
+                state.modified_mark = marks.advance(state.modified_mark, top)
+                state.updated_at = utcnow()
+
+    # -- per entry ----------------------------------------------------------------------------
+
+    def _examine(self, listing: Iterator[Listed], tracked_only: bool = False):
+        """Listing entries with what the store knows about them, looked up a chunk at a time."""
+        while chunk := list(islice(listing, CHUNK)):
+            ids = [item.id for item in chunk if is_valid_repo_id(item.id)]
+            with session_scope(self.engine) as session:
+                knowledge = store.known(session, ids)
+                follow = store.tracked(session, ids) if tracked_only else None
+            for item in chunk:
+                if follow is not None and item.id not in follow:
+                    self.seen += 1
+                    self.skipped["untracked"] += 1
+                    continue
+                yield item, knowledge
+            self._collect(block=False)
+
+    def _consider(self, item: Listed, knowledge: store.Known) -> None:
+        self.seen += 1
+        if not is_valid_repo_id(item.id):
+            self._fail_now(store.Work(item.id[:200], item.sha), "invalid_id", "not a valid Hub repo id")
+            return
+        if (reason := self.scope.skip_reason(item)) is not None:
+            self.skipped[reason] += 1
+            return
+        if knowledge.done(item.id, item.sha):
+            self.skipped["unchanged"] += 1
+            return
+        work = store.Work(item.id, item.sha, item.model_fields(),
+                          had_revision=bool(knowledge.revisions.get(item.id)))
+        if item.sha is None:
+            self._fail_now(work, "no_sha", "the listing gave no commit sha")
+        elif item.gated != "false" and not self.settings.hf_token:
+            # Anonymous requests to a gated repo always get 401: record it without asking.
+            self._fail_now(work, "gated", f"gated ({item.gated}); no token configured")
+        else:
+            self._submit(work)
+
+    def _fail_now(self, work: store.Work, reason: str, detail: str) -> None:
+        work.fetched = Fetched(reason=reason, detail=detail)
+        self.submitted += 1
+        self.ready.append(work)
+
+    def _submit(self, work: store.Work) -> None:
+        self.submitted += 1
+        ctx = contextvars.copy_context()  # carries the request counter into the worker
+        future = self.pool.submit(ctx.run, fetch_config, self.settings, work.model_id, work.sha)
+        self.pending[future] = work
+        while len(self.pending) >= self.max_inflight:
+            self._collect(block=True)
+
+    # -- results ------------------------------------------------------------------------------
+
+    def _collect(self, block: bool) -> None:
+        if self.pending:
+            done, _ = wait(list(self.pending), timeout=None if block else 0, return_when=FIRST_COMPLETED)
+            for future in done:
+                work = self.pending.pop(future)
+                try:
+                    work.fetched = future.result()
+                except RateLimited as exc:
+                    self.stopping = self.stopping or exc  # not stored: fetched again next run
+                    continue
+                except Exception as exc:  # a bug or an unexpected error: keep the model for retry
+                    log.exception("fetching %s failed", work.model_id)
+                    work.fetched = Fetched(reason="error", transient=True, detail=f"{type(exc).__name__}: {exc}")
+                self.ready.append(work)
+        due = time.monotonic() - self.last_flush >= BATCH_SECONDS
+        if len(self.ready) >= BATCH or (self.ready and due):
+            self._flush()
+
+    def _drain_all(self) -> None:
+        while self.pending:
+            self._collect(block=True)
+        self._flush()
+
+    def _flush(self) -> None:
+        self._keep_lease()
+        if self.ready:
+            batch, self.ready = self.ready, []
+            with session_scope(self.engine) as session:
+                labels = store.write(session, batch, run_id=self.run_id, policy=self.policy, now=utcnow())
+            self.labels.update(labels)
+        self.last_flush = time.monotonic()
+        if self.progress:
+            self.progress({"seen": self.seen, "new": self.labels["new"], "changed": self.labels["changed"],
+                           "skipped": sum(self.skipped.values()),
+                           "failed": sum(v for k, v in self.labels.items() if k not in ("new", "changed"))})
+
+    def _keep_lease(self) -> None:
+        if time.monotonic() - self.last_renew < self.settings.crawl_lease_ttl_s / 4:
+            return
+        if not lease.renew(self.engine, LEASE_NAME, self.holder, self.settings.crawl_lease_ttl_s):
+            raise LeaseLost("the crawl lease lapsed and was taken by another process")
+        self.last_renew = time.monotonic()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+

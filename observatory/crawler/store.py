@@ -1,0 +1,174 @@
+"""The crawler's reads and writes. Configs go through ``observatory.ingest`` (the one write path).
+
+Every write is idempotent on (model, sha): a revision already stored is a no-op in
+``record_config``, a failure row is keyed by model. So a batch written twice (a crash after the
+commit but before anything else noticed) changes nothing, and one lost to a crash before its
+commit is simply fetched again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import update
+from sqlmodel import Session, col, select
+
+from observatory.crawler.failures import RetryPolicy, next_state
+from observatory.crawler.scope import Scope, check_definition
+from observatory.crawler.tables import CrawlFailure, CrawlScope
+from observatory.geometry import ConfigError, parse_config_text
+from observatory.hub.files import Fetched
+from observatory.ingest import record_config, upsert_model
+from observatory.tables import ConfigRevision, CrawlRun, HubModel
+
+
+@dataclass
+class Work:
+    """One model to store: what the listing said, and what fetching its config gave."""
+
+    model_id: str
+    sha: str | None
+    fields: dict = field(default_factory=dict)  # HubModel columns from the listing; {} on retries
+    had_revision: bool = False
+    fetched: Fetched | None = None
+
+
+@dataclass(frozen=True)
+class Known:
+    revisions: dict[str, set[str]]  # model -> shas with a stored config
+    failures: dict[str, str | None]  # model -> sha of its unresolved failure
+
+    def done(self, model_id: str, sha: str | None) -> bool:
+        return sha in self.revisions.get(model_id, ()) or (
+            model_id in self.failures and self.failures[model_id] == sha)
+
+
+def known(session: Session, ids: Iterable[str]) -> Known:
+    ids = list(set(ids))
+    revisions: dict[str, set[str]] = {}
+    failures: dict[str, str | None] = {}
+    if ids:
+        for model_id, sha in session.exec(
+            select(ConfigRevision.model_id, ConfigRevision.sha).where(col(ConfigRevision.model_id).in_(ids))
+        ):
+            revisions.setdefault(model_id, set()).add(sha)
+        for model_id, sha in session.exec(
+            select(CrawlFailure.model_id, CrawlFailure.sha)
+            .where(col(CrawlFailure.model_id).in_(ids), col(CrawlFailure.resolved_at).is_(None))
+        ):
+            failures[model_id] = sha
+    return Known(revisions, failures)
+
+
+def tracked(session: Session, ids: Iterable[str]) -> set[str]:
+    ids = list(set(ids))
+    if not ids:
+        return set()
+    return set(session.exec(select(HubModel.id).where(col(HubModel.id).in_(ids))))
+
+
+def due_failures(session: Session, now: datetime, limit: int) -> list[CrawlFailure]:
+    return list(session.exec(
+        select(CrawlFailure)
+        .where(col(CrawlFailure.transient).is_(True), col(CrawlFailure.resolved_at).is_(None),
+               col(CrawlFailure.next_attempt_at) <= now)
+        .order_by(CrawlFailure.next_attempt_at)
+        .limit(limit)
+    ))
+
+
+def write(session: Session, works: Iterable[Work], *, run_id: int, policy: RetryPolicy,
+          now: datetime) -> list[str]:
+    """Store fetched configs and failures; one label per work: new, changed, or a failure reason."""
+    labels = []
+    for work in works:
+        fetched = work.fetched
+        assert fetched is not None
+        if fetched.reason == "invalid_id":
+            _record_failure(session, work, fetched, run_id=run_id, policy=policy, now=now)
+            labels.append(fetched.reason)
+            continue
+        model = upsert_model(session, work.model_id, **work.fields)
+        if not fetched.ok:
+            _record_failure(session, work, fetched, run_id=run_id, policy=policy, now=now)
+            labels.append(fetched.reason)
+            continue
+        revision, _created = record_config(session, work.model_id, fetched.text, work.sha, fetched_at=now)
+        if model.current_revision_id == revision.id:
+            model.sha = work.sha
+        if revision.parse_status == "error":
+            failure = Fetched(reason=parse_failure_reason(revision.raw_text), detail=revision.parse_error)
+            _record_failure(session, work, failure, run_id=run_id, policy=policy, now=now)
+            labels.append(failure.reason)
+            continue
+        _resolve_failure(session, work.model_id, now)
+        labels.append("changed" if work.had_revision else "new")
+    session.flush()
+    return labels
+
+
+def parse_failure_reason(raw_text: str) -> str:
+    """not_json when the text is no JSON object at all, else the geometry did not parse."""
+    try:
+        parse_config_text(raw_text)
+    except ConfigError:
+        return "not_json"
+    return "unparseable_geometry"
+
+
+def _record_failure(session: Session, work: Work, fetched: Fetched, *, run_id: int,
+                    policy: RetryPolicy, now: datetime) -> None:
+    key = work.model_id[:200]
+    row = session.get(CrawlFailure, key)
+    open_row = row is not None and row.resolved_at is None
+    state = next_state(previous_attempts=row.attempts if open_row else 0,
+                       same_sha=open_row and row.sha == work.sha,
+                       transient=fetched.transient, now=now, policy=policy)
+    if row is None:
+        row = CrawlFailure(model_id=key, reason=fetched.reason, first_failed_at=now)
+        session.add(row)
+    elif not (open_row and row.sha == work.sha):
+        row.first_failed_at = now
+    detail = fetched.detail
+    if state.gave_up:
+        detail = f"gave up after {state.attempts} attempts: {detail or fetched.reason}"
+    row.sha = work.sha
+    row.reason = fetched.reason
+    row.transient = state.transient
+    row.attempts = state.attempts
+    row.next_attempt_at = state.next_attempt_at
+    row.detail = detail[:500] if detail else None
+    row.last_failed_at = now
+    row.resolved_at = None
+    row.run_id = run_id
+
+
+def _resolve_failure(session: Session, model_id: str, now: datetime) -> None:
+    row = session.get(CrawlFailure, model_id)
+    if row is not None and row.resolved_at is None:
+        row.resolved_at = now
+        row.transient = False
+        row.next_attempt_at = None
+
+
+def load_scope(session: Session, scope: Scope) -> CrawlScope:
+    """The scope's state row, created on first use; refuses a name reused with other filters."""
+    state = session.get(CrawlScope, scope.name)
+    if state is None:
+        state = CrawlScope(name=scope.name, definition=scope.definition())
+        session.add(state)
+        session.flush()
+    check_definition(scope, state.definition)
+    return state
+
+
+def close_stale_runs(session: Session, now: datetime) -> int:
+    """Runs still "running" while we hold the crawl lease died without finishing."""
+    result = session.exec(
+        update(CrawlRun).where(col(CrawlRun.status) == "running")
+        .values(status="interrupted", finished_at=now,
+                error="the crawl ended without finishing (process killed or crashed)")
+    )
+    return result.rowcount or 0

@@ -1,0 +1,484 @@
+"""Attention geometry from a ``config.json``: pure, no I/O.
+
+``parse_config_text`` turns raw text into a dict; ``parse_geometry`` turns that dict into an
+immutable ``Geometry``: attention kind, query heads H, KV heads K, group size G = H/K, head dim,
+layers, the layers that hold a per-token KV cache, windows, MLA latent sizes, the KV-cache
+elements per token, where every value came from (``sources``) and what looked odd (``warnings``).
+Key spellings, family defaults and layer schedules live in ``config_dialects``.
+
+Rules, in the order they apply:
+
+- The language model's settings are a nested ``text_config`` / ``llm_config`` / ``language_config``
+  / ``thinker_config.text_config`` / ``decoder`` if it has head counts, else the top level.
+  Encoder sections (``vision_config``, ``audio_config``, ...) are never read. A nested section
+  that omits keys gets its family's transformers defaults, with a warning.
+- Attention-free families (RWKV, Mamba) and stacks in which no layer attends are kind ``none``.
+- A per-layer schedule (``layer_types``, ``layers_block_type``, ``hybrid_override_pattern``,
+  ``attn_type_list``, Jamba's period/offset, ``full_attention_interval``) says which layers
+  attend; cross-attention layers (``cross_attention_layers``) cache image tokens, not text, so
+  they are not KV layers. A declared ``sliding_window`` applies per the schedule, else per
+  ``sliding_window_pattern``, the Gemma-2/3 conventions, Qwen's ``max_window_layers``, else every
+  layer. Llama 4's ``attention_chunk_size`` chunks all but every fourth layer.
+- MLA (``kv_lora_rank`` present) is decided before the K == H -> MHA rule: its cache is one
+  latent of ``kv_lora_rank + qk_rope_head_dim`` elements per layer, and the declared KV-head
+  count is logical only. Otherwise each KV layer caches ``K * (head_dim + v_head_dim)``.
+- ``head_dim`` wins over ``kv_channels``, which wins over ``hidden / H``; ``rotary_dim``,
+  ``partial_rotary_factor`` and ``query_pre_attn_scalar`` never change it.
+- K: an explicit KV-head key; else ChatGLM's ``multi_query_group_num`` when
+  ``multi_query_attention`` is true; else DBRX/MPT ``attn_config``; else ``multi_query: true``
+  means 1; else K = H.
+
+Bad or odd input, decided per case (errors raise ``GeometryError``, one line; warnings are
+kept on the record and the geometry is still trusted):
+
+    case                                                  outcome
+    not JSON / not UTF-8 / empty / not an object          error (ConfigError)
+    no head count, no layer count                         error
+    count that is 0, negative, fractional, a boolean,
+      NaN/Infinity, a non-numeric string or > 2**20       error
+    count written as "32" or 32.0                         warning, read as 32
+    K > H, or H not divisible by K                        error
+    no head_dim and hidden not divisible by H             error (head_dim inconsistent with widths)
+    MLA without qk_rope_head_dim                          error (cache size unknown)
+    MLA without v_head_dim / q_lora_rank                  warning / source note, geometry kept
+    head_dim and kv_channels disagree                     warning, head_dim used
+    explicit head_dim * H far (>4x) from hidden size      warning
+    MLA with a head_dim that is not nope + rope           warning, ignored
+    duplicated spellings that disagree                    warning, first spelling used
+    per-layer list longer than the layer count            warning, first n entries used
+    per-layer list shorter than the layer count           error
+    sliding_window with use_sliding_window false          warning, sliding_window None
+    window >= max_position_embeddings                     warning, layers treated as full
+                                                          (the declared window is still reported)
+    sliding layers declared but no window                 warning, treated as full
+    window null/false/0/negative                          no window (warning if false/0/negative)
+    unknown layer type                                    warning (full if named *attention*)
+    multi_query true next to a KV-head count              warning, the count wins
+    DSA indexer keys, compress_ratios, MTP layers         warning (not in the element count)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from observatory.config_dialects import (
+    ATTENTION_FREE_ARCH_PREFIXES,
+    ATTENTION_FREE_MODEL_TYPES,
+    CONTEXT_KEYS,
+    HEAD_KEYS,
+    KV_KINDS,
+    LAYER_KEYS,
+    LAYER_LIST_KEYS,
+    MAX_TOKENS,
+    STATE_KINDS,
+    WIDTH_KEYS,
+    ConfigError,
+    GeometryError,
+    Section,
+    chunk_schedule,
+    explicit_schedule,
+    extra_cache_notes,
+    fit_to_layers,
+    kv_heads,
+    select_section,
+    show,
+    sliding_schedule,
+    to_int,
+)
+
+__all__ = ["PARSER_VERSION", "ConfigError", "GeometryError", "Geometry", "MLAGeometry",
+           "parse_config_text", "parse_geometry"]
+
+# Bump when a rule changes what a config derives to; stored geometries with a lower version are re-derived.
+PARSER_VERSION = 1
+
+MAX_CONFIG_CHARS = 4_000_000  # real config.json files are a few KB
+
+
+@dataclass(frozen=True)
+class MLAGeometry:
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int | None
+    v_head_dim: int | None
+    q_lora_rank: int | None  # None: queries are not compressed (DeepSeek-V2-Lite)
+
+    @property
+    def latent_elements_per_layer(self) -> int:
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["latent_elements_per_layer"] = self.latent_elements_per_layer
+        return out
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """What one config.json says about attention. Counts are None only for kind "none"."""
+
+    model_type: str | None
+    architectures: tuple[str, ...]
+    attention_kind: str  # "MHA" | "MQA" | "GQA" | "MLA" | "none"
+    is_hybrid: bool  # attention layers mixed with linear-attention / SSM / conv layers
+    num_query_heads: int | None  # H; with per-layer lists, the top-level value or the largest
+    num_kv_heads: int | None  # K; for MLA the declared (logical) count
+    group_size: float | None  # H / K; None for MLA and "none"
+    head_dim: int | None  # q/k head dim (MLA: qk_nope + qk_rope)
+    v_head_dim: int | None
+    num_layers: int  # decoder layers, MTP layers excluded
+    kv_layers: int  # layers holding a per-token KV cache (full, sliding or chunked self-attention)
+    sliding_window: int | None  # declared window, unless a flag switches it off
+    sliding_layers: int  # layers on which that window binds
+    chunked: bool
+    chunk_size: int | None
+    hidden_size: int | None
+    mla: MLAGeometry | None
+    kv_elements_per_token: int  # full context, all KV layers (elements, not bytes)
+    layer_kinds: tuple[str, ...]  # per layer: full, sliding, chunked, cross, linear, conv, mamba, ...
+    kv_heads_per_layer: tuple[int, ...] | None = None  # only when the config gives a per-layer list
+    query_heads_per_layer: tuple[int, ...] | None = None
+    max_position_embeddings: int | None = None
+    sources: Mapping[str, str] = field(default_factory=dict, hash=False)
+    warnings: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    # mappingproxy does not pickle or deepcopy; hand over a plain dict instead.
+    def __getstate__(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {"sources": dict(self.sources)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        self.__post_init__()
+
+    def layer_kv_elements(self) -> tuple[int, ...]:
+        """Elements cached per token by each layer (0 for layers without a per-token cache)."""
+        out = []
+        for i, kind in enumerate(self.layer_kinds):
+            if kind not in KV_KINDS:
+                out.append(0)
+            elif self.mla is not None:
+                out.append(self.mla.latent_elements_per_layer)
+            else:
+                k = self.kv_heads_per_layer[i] if self.kv_heads_per_layer else self.num_kv_heads
+                out.append(k * (self.head_dim + (self.v_head_dim or self.head_dim)))
+        return tuple(out)
+
+    def layer_windows(self) -> tuple[int | None, ...]:
+        """Most tokens each layer keeps: its window or chunk size, or None when unbounded."""
+        caps = {"sliding": self.sliding_window, "chunked": self.chunk_size}
+        return tuple(caps.get(kind) for kind in self.layer_kinds)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, MLAGeometry):
+                value = value.to_dict()
+            elif isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[f.name] = value
+        out["parser_version"] = PARSER_VERSION
+        return out
+
+
+def parse_config_text(text: str | bytes) -> dict:
+    """Parse config.json text; NaN/Infinity literals are accepted (NemotronH writes them)."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config is not UTF-8 text (bad byte at offset {exc.start})") from None
+    if not isinstance(text, str):
+        raise ConfigError(f"config text must be str or bytes, got {type(text).__name__}")
+    text = text.lstrip("\ufeff")
+    if len(text) > MAX_CONFIG_CHARS:
+        raise ConfigError(f"config is {len(text)} characters; more than {MAX_CONFIG_CHARS} is not a config.json")
+    if not text.strip():
+        raise ConfigError("config is empty")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise ConfigError("not a config: JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config must be a JSON object, got {_json_type(data)}")
+    return data
+
+
+def parse_geometry(cfg: dict) -> Geometry:
+    """Derive the attention geometry of one parsed config.json (see the module docstring)."""
+    if not isinstance(cfg, dict):
+        raise GeometryError(f"config must be a JSON object, got {_json_type(cfg)}")
+    warnings: list[str] = []
+    sources: dict[str, str] = {}
+    sec = select_section(cfg, warnings, sources)
+    model_type = _model_type(cfg, sec)
+    architectures = _architectures(cfg, sec)
+    n_layers = _layer_count(sec)
+    hidden = sec.count("hidden_size", WIDTH_KEYS)
+    max_pos = _context_length(sec)
+    base = dict(model_type=model_type, architectures=architectures, num_layers=n_layers,
+                hidden_size=hidden, max_position_embeddings=max_pos, sources=sources)
+
+    free = _attention_free_kind(model_type, sec.family, architectures)
+    if free is not None:
+        sec.note_defaults()
+        return _no_attention(base, (free,) * n_layers, warnings)
+
+    schedule = explicit_schedule(sec, n_layers)
+    kinds, explicit = (schedule[0], schedule[1]) if schedule else (["full"] * n_layers, None)
+    if explicit:
+        sources["layer_kinds"] = explicit
+    _mark_cross_attention(sec, kinds)
+    window, chunk = _windows(sec, kinds, explicit, model_type, max_pos)
+    kv_layers = sum(kind in KV_KINDS for kind in kinds)
+    if kv_layers == 0:
+        warnings.append("no layer holds a per-token KV cache")
+        sec.note_defaults()
+        return _no_attention(base, tuple(kinds), warnings)
+
+    heads = sec.counts("num_query_heads", HEAD_KEYS)
+    if heads is None:
+        raise GeometryError(f"no attention head count (looked for {', '.join(HEAD_KEYS)})")
+    q_per_layer = _per_layer(sec, heads, "num_query_heads", "num_attention_heads_per_layer", n_layers)
+    h = heads if isinstance(heads, int) else max(q_per_layer)
+    kv = kv_heads(sec, h)
+    k_per_layer = _per_layer(sec, kv, "num_kv_heads", "num_key_value_heads_per_layer", n_layers)
+    k = kv if isinstance(kv, int) else max(k_per_layer)
+    _check_groups(sec, kinds, h, k, q_per_layer, k_per_layer, mla=sec.raw("kv_lora_rank") is not None)
+
+    mla = _mla(sec, h, hidden)
+    if mla is not None:
+        head_dim, v_head_dim, kind, group = _mla_head_dims(sec, mla, h, hidden), mla.v_head_dim, "MLA", None
+    else:
+        head_dim = _head_dim(sec, h, hidden, varying_heads=q_per_layer is not None and isinstance(heads, list))
+        v_head_dim = sec.count("v_head_dim", ("v_head_dim",)) or head_dim
+        kind = "MHA" if k == h else "MQA" if k == 1 else "GQA"
+        group = h / k
+    extra_cache_notes(sec, kv_layers)
+    sec.note_defaults()
+
+    geom = Geometry(
+        **base, attention_kind=kind, is_hybrid=any(x in STATE_KINDS for x in kinds),
+        num_query_heads=h, num_kv_heads=k, group_size=group, head_dim=head_dim, v_head_dim=v_head_dim,
+        kv_layers=kv_layers, sliding_window=window, sliding_layers=kinds.count("sliding"),
+        chunked="chunked" in kinds, chunk_size=chunk, mla=mla, kv_elements_per_token=0,
+        layer_kinds=tuple(kinds), kv_heads_per_layer=_tuple(k_per_layer),
+        query_heads_per_layer=_tuple(q_per_layer), warnings=tuple(warnings))
+    return replace(geom, kv_elements_per_token=sum(geom.layer_kv_elements()))
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "an array", str: "a string", bool: "a boolean", type(None): "null", int: "a number",
+             float: "a number"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _tuple(values: list[int] | None) -> tuple[int, ...] | None:
+    return tuple(values) if values is not None else None
+
+
+def _model_type(cfg: dict, sec: Section) -> str | None:
+    for value in (cfg.get("model_type"), sec.family):
+        if isinstance(value, str) and value.strip():
+            return value.strip()[:100]
+    return None
+
+
+def _architectures(cfg: dict, sec: Section) -> tuple[str, ...]:
+    for value in (cfg.get("architectures"), sec.raw("architectures")):
+        if isinstance(value, list) and value:
+            return tuple(str(a)[:200] for a in value if isinstance(a, str))
+    return ()
+
+
+def _layer_count(sec: Section) -> int:
+    n = sec.count("num_layers", LAYER_KEYS)
+    if n is not None:
+        return n
+    for key in LAYER_LIST_KEYS:  # NemotronH has no layer count, only its per-layer schedule
+        value = sec.raw(key)
+        if isinstance(value, (list, str)) and value:
+            sec.sources["num_layers"] = f"derived:len({sec.path(key)})"
+            return to_int(len(value), sec.path(key), sec.warnings)
+    raise GeometryError(f"no layer count (looked for {', '.join(LAYER_KEYS)} and per-layer lists)")
+
+
+def _context_length(sec: Section) -> int | None:
+    try:
+        return sec.count("max_position_embeddings", CONTEXT_KEYS, hi=MAX_TOKENS)
+    except GeometryError as exc:  # the context length only qualifies windows; not worth failing over
+        sec.warnings.append(f"{exc}; context length ignored")
+        sec.sources.pop("max_position_embeddings", None)
+        return None
+
+
+def _attention_free_kind(model_type: str | None, family: str | None, architectures: tuple[str, ...]) -> str | None:
+    types = {t.lower() for t in (model_type, family) if t}
+    if types & ATTENTION_FREE_MODEL_TYPES or any(a.startswith(ATTENTION_FREE_ARCH_PREFIXES) for a in architectures):
+        return "mamba" if any("mamba" in t for t in types) or any("Mamba" in a for a in architectures) else "recurrent"
+    return None
+
+
+def _no_attention(base: dict, kinds: tuple[str, ...], warnings: list[str]) -> Geometry:
+    return Geometry(**base, attention_kind="none", is_hybrid=False, num_query_heads=None, num_kv_heads=None,
+                    group_size=None, head_dim=None, v_head_dim=None, kv_layers=0, sliding_window=None,
+                    sliding_layers=0, chunked=False, chunk_size=None, mla=None, kv_elements_per_token=0,
+                    layer_kinds=kinds, warnings=tuple(warnings))
+
+
+def _mark_cross_attention(sec: Section, kinds: list[str]) -> None:
+    """Mllama counts its cross-attention layers in num_hidden_layers; they cache image tokens."""
+    layers = sec.raw("cross_attention_layers")
+    if not isinstance(layers, list) or not layers:
+        return
+    path = sec.path("cross_attention_layers")
+    sec.sources["cross_attention_layers"] = path
+    for i, value in enumerate(layers):
+        index = to_int(value, f"{path}[{i}]", sec.warnings, lo=0)
+        if index >= len(kinds):
+            sec.warnings.append(f"{path}[{i}]={index} is beyond the {len(kinds)} layers; ignored")
+        else:
+            kinds[index] = "cross"
+
+
+def _windows(sec: Section, kinds: list[str], explicit: str | None, model_type: str | None,
+             max_pos: int | None) -> tuple[int | None, int | None]:
+    """Mark sliding and chunked layers in ``kinds``; return (sliding_window, chunk_size)."""
+    n, warn = len(kinds), sec.warnings.append
+    window = sec.window("sliding_window", "sliding_window")
+    if window is not None and sec.flag("use_sliding_window") is False:
+        warn(f"{sec.path('sliding_window')}={window} is inert (use_sliding_window is false)")
+        sec.sources.pop("sliding_window", None)
+        window = None
+    if window is not None and explicit is None:
+        slides, source = sliding_schedule(sec, n, model_type)
+        for i in range(n):
+            if slides[i] and kinds[i] == "full":
+                kinds[i] = "sliding"
+        sec.sources["sliding_layers"] = source
+    elif window is not None and "sliding" not in kinds:
+        warn(f"{sec.path('sliding_window')}={window} is declared but {explicit} marks no sliding layer")
+        sec.sources.pop("sliding_window", None)
+        window = None
+    chunk = sec.window("chunk_size", "attention_chunk_size")
+    if chunk is not None and explicit is None:
+        chunked, source = chunk_schedule(sec, n)
+        for i in range(n):
+            if chunked[i] and kinds[i] == "full":
+                kinds[i] = "chunked"
+        sec.sources["chunked_layers"] = source
+    for kind, size, key in (("sliding", window, "sliding_window"), ("chunked", chunk, "attention_chunk_size")):
+        if kind not in kinds:
+            continue
+        if size is None:
+            warn(f"layers are marked {kind} but {sec.path(key)} is not set; treated as full attention")
+        elif max_pos is not None and size >= max_pos:
+            warn(f"{sec.path(key)}={size} is not smaller than max_position_embeddings={max_pos};"
+                 " treated as full attention")
+        else:
+            continue
+        kinds[:] = ["full" if x == kind else x for x in kinds]
+    return window, chunk
+
+
+def _per_layer(sec: Section, value: int | list[int], field_name: str, list_key: str,
+               n_layers: int) -> list[int] | None:
+    """Per-layer counts: the value itself if it is a list (OpenELM), else a *_per_layer list (Laguna)."""
+    if isinstance(value, list):
+        return fit_to_layers(value, n_layers, sec.sources.get(field_name, field_name), sec.warnings)
+    extra = sec.raw(list_key)
+    if not isinstance(extra, list) or not extra:
+        return None
+    path = sec.path(list_key)
+    values = [to_int(v, f"{path}[{i}]", sec.warnings) for i, v in enumerate(extra)]
+    values = fit_to_layers(values, n_layers, path, sec.warnings)
+    if len(set(values)) > 1:
+        sec.warnings.append(f"{path} varies ({min(values)}-{max(values)}); the top-level count is reported")
+    return values
+
+
+def _check_groups(sec: Section, kinds: list[str], h: int, k: int, q_per_layer: list[int] | None,
+                  k_per_layer: list[int] | None, *, mla: bool) -> None:
+    hpath, kpath = sec.sources.get("num_query_heads", "heads"), sec.sources.get("num_kv_heads", "kv heads")
+    for i, kind in enumerate(kinds):
+        if kind not in KV_KINDS:
+            continue
+        hi = q_per_layer[i] if q_per_layer else h
+        ki = k_per_layer[i] if k_per_layer else k
+        at = f" at layer {i}" if q_per_layer or k_per_layer else ""
+        if ki > hi:
+            raise GeometryError(f"{kpath}={ki} exceeds {hpath}={hi}{at}")
+        if hi % ki and not mla:
+            raise GeometryError(f"{hpath}={hi} is not divisible by {kpath}={ki}{at}")
+
+
+def _mla(sec: Section, h: int, hidden: int | None) -> MLAGeometry | None:
+    if sec.raw("kv_lora_rank") is None:
+        return None
+    rank = sec.count("mla.kv_lora_rank", ("kv_lora_rank",))
+    rope = sec.count("mla.qk_rope_head_dim", ("qk_rope_head_dim",))
+    if rope is None:
+        raise GeometryError(f"{sec.path('kv_lora_rank')} is set but qk_rope_head_dim is missing;"
+                            " the MLA cache size is unknown")
+    nope = sec.count("mla.qk_nope_head_dim", ("qk_nope_head_dim",))
+    v = sec.count("mla.v_head_dim", ("v_head_dim",))
+    if v is None and hidden is not None and hidden % h == 0:  # MiniCPM3's code uses hidden / heads
+        v = hidden // h
+        sec.sources["mla.v_head_dim"] = f"derived:{sec.sources['hidden_size']}/{sec.sources['num_query_heads']}"
+        sec.warnings.append(f"MLA without v_head_dim; using hidden_size / heads = {v}")
+    elif v is None:
+        sec.warnings.append("MLA without v_head_dim and no hidden size to derive it from")
+    q_rank = sec.count("mla.q_lora_rank", ("q_lora_rank",))
+    if q_rank is None:
+        sec.sources["mla.q_lora_rank"] = "default:none (queries not compressed)"
+    return MLAGeometry(kv_lora_rank=rank, qk_rope_head_dim=rope, qk_nope_head_dim=nope, v_head_dim=v,
+                       q_lora_rank=q_rank)
+
+
+def _mla_head_dims(sec: Section, mla: MLAGeometry, h: int, hidden: int | None) -> int | None:
+    """MLA's q/k head dim is nope + rope; a declared head_dim (GLM-5 writes 64) is not used."""
+    declared = sec.raw("head_dim")
+    if mla.qk_nope_head_dim is not None:
+        qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+        sec.sources["head_dim"] = f"derived:{sec.path('qk_nope_head_dim')}+{sec.path('qk_rope_head_dim')}"
+        if declared is not None and declared != qk:
+            sec.warnings.append(f"{sec.path('head_dim')}={show(declared)} is not the MLA q/k head dim"
+                                f" (qk_nope + qk_rope = {qk}); ignored")
+        return qk
+    sec.warnings.append("MLA without qk_nope_head_dim; q/k head dim taken from head_dim or hidden / heads")
+    return _head_dim(sec, h, hidden, varying_heads=False)
+
+
+def _head_dim(sec: Section, h: int, hidden: int | None, *, varying_heads: bool) -> int:
+    head_dim = sec.count("head_dim", ("head_dim",))
+    channels = sec.raw("kv_channels")
+    if head_dim is not None:
+        if channels is not None and channels != head_dim:
+            sec.warnings.append(f"{sec.path('kv_channels')}={show(channels)} disagrees with head_dim={head_dim};"
+                                " using head_dim")
+    elif channels is not None:
+        head_dim = sec.count("head_dim", ("kv_channels",))
+    if head_dim is not None:
+        if hidden is not None and not hidden / 4 <= head_dim * h <= hidden * 4:
+            sec.warnings.append(f"head_dim {head_dim} x {h} heads is far from hidden size {hidden}")
+        return head_dim
+    if varying_heads:
+        raise GeometryError("per-layer head counts need an explicit head_dim")
+    if hidden is None:
+        raise GeometryError(f"no head_dim and no hidden size to derive it from (looked for {', '.join(WIDTH_KEYS)})")
+    if hidden % h:
+        raise GeometryError(f"{sec.sources['hidden_size']}={hidden} is not divisible by"
+                            f" {sec.sources['num_query_heads']}={h} and no head_dim is given")
+    sec.sources["head_dim"] = f"derived:{sec.sources['hidden_size']}/{sec.sources['num_query_heads']}"
+    return hidden // h

@@ -1,0 +1,120 @@
+"""The one HTTP session all Hub traffic goes through: huggingface_hub's, with our hooks.
+
+``configure(settings)`` installs a client factory (``set_client_factory``) whose client keeps
+huggingface_hub's own request hook (offline mode, request ids) and adds three of ours:
+
+- a timeout: ``list_models`` pages and ``model_info`` pass ``timeout=None`` explicitly, which in
+  httpx2 means "wait forever" and overrides any client default (hub-api.md §3.1); the hook puts
+  ``hub_timeout_s`` on every request that carries no timeout of its own;
+- a rate-limit gate: a request waits while its bucket is paused (``RateGate``), and any response
+  that says the window is spent pauses the bucket for every thread;
+- request counters by kind, so a crawl can report what it cost.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx2
+from huggingface_hub.utils import set_client_factory
+
+# Not re-exported publicly, but the default client uses it: it enforces HF_HUB_OFFLINE, adds the
+# request id and flags download calls. A custom client must keep it (hub-api.md §3.1).
+from huggingface_hub.utils._http import hf_request_event_hook
+
+from observatory.hub.ratelimit import GATE, bucket_of, server_wait
+from observatory.settings import Settings
+
+
+class RequestCounter:
+    """Thread-safe counts of requests by kind: listing, model_info, config, other."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def add(self, kind: str) -> None:
+        with self._lock:
+            self._counts[kind] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+    @property
+    def total(self) -> int:
+        with self._lock:
+            return sum(self._counts.values())
+
+
+_current: contextvars.ContextVar[RequestCounter | None] = contextvars.ContextVar("hub_counter", default=None)
+_installed: tuple | None = None
+_install_lock = threading.Lock()
+
+
+@contextmanager
+def counting() -> Iterator[RequestCounter]:
+    """Count the Hub requests made in this context (and in threads started with its context)."""
+    counter = RequestCounter()
+    token = _current.set(counter)
+    try:
+        yield counter
+    finally:
+        _current.reset(token)
+
+
+def request_kind(path: str) -> str:
+    if path == "/api/models" or path == "/api/models/":
+        return "listing"
+    if path.startswith("/api/models/"):
+        return "model_info"
+    if bucket_of(path) == "resolvers":
+        return "config"
+    return "other"
+
+
+def configure(settings: Settings) -> None:
+    """Install the session factory for these settings (once per distinct setting values)."""
+    global _installed
+    key = (settings.hub_timeout_s, settings.hub_max_wait_s, settings.crawl_concurrency)
+    with _install_lock:
+        if _installed == key:
+            return
+        timeout = httpx2.Timeout(settings.hub_timeout_s)
+        max_wait = settings.hub_max_wait_s
+
+        def apply_timeout(request: httpx2.Request) -> None:
+            current = request.extensions.get("timeout") or {}
+            if all(value is None for value in current.values()):
+                request.extensions["timeout"] = timeout.as_dict()
+
+        def wait_and_count(request: httpx2.Request) -> None:
+            GATE.wait(bucket_of(request.url.path), max_wait)
+            counter = _current.get()
+            if counter is not None:
+                counter.add(request_kind(request.url.path))
+
+        def observe_limits(response: httpx2.Response) -> None:
+            bucket, seconds = server_wait(response.status_code, response.headers)
+            if seconds:
+                GATE.pause(bucket or bucket_of(response.request.url.path), seconds)
+
+        # Enough pooled connections for every worker plus the listing, kept alive between requests.
+        limits = httpx2.Limits(max_connections=settings.crawl_concurrency + 4,
+                               max_keepalive_connections=settings.crawl_concurrency + 4)
+
+        def factory() -> httpx2.Client:
+            return httpx2.Client(
+                event_hooks={"request": [hf_request_event_hook, apply_timeout, wait_and_count],
+                             "response": [observe_limits]},
+                follow_redirects=True,
+                timeout=timeout,
+                limits=limits,
+            )
+
+        set_client_factory(factory)
+        _installed = key

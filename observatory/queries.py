@@ -1,0 +1,498 @@
+"""Read queries shared by the JSON API and the HTML pages.
+
+- ``list_models(session, ModelListParams) -> Page``: the filterable, sortable model list with
+  keyset pagination (Datasette style: an opaque ``next`` token, never an offset).
+- ``get_model_detail(session, model_id) -> ModelDetail | None``: everything the model page and
+  ``/api/v1/models/{id}`` show.
+
+Every model is listed with its *current* geometry (``hub_model.current_revision_id``); a model
+whose config failed to parse is listed with empty geometry fields. SQL is built from SQLAlchemy
+expressions only; user values are always bound parameters.
+
+Pagination: rows are ordered by (sort column, id), both in the requested direction, with rows
+whose sort value is NULL (no geometry, no creation date) after all others in either direction.
+The token encodes the sort, the direction and the (value, id) of the last row shown, so the
+next page starts strictly after it even while new models arrive; a token that does not decode,
+or that was issued for another sort, raises ``InvalidPageToken`` (a 400 in the API).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import date, datetime, time, timedelta, timezone
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sqlmodel import Session
+
+from observatory import kvcache
+from observatory.geometry import Geometry
+from observatory.ingest import derive
+from observatory.tables import ConfigRevision, GeometryRow, HubModel
+
+MAX_PAGE_SIZE = 500
+DEFAULT_PAGE_SIZE = 50
+ATTENTION_KINDS = ("MHA", "MQA", "GQA", "MLA", "none")
+
+SortKey = Literal["created_at", "downloads", "group_size", "kv_bytes_per_token", "id"]
+AttentionKind = Literal["MHA", "MQA", "GQA", "MLA", "none"]
+
+_M = HubModel.__table__.c
+_G = GeometryRow.__table__.c
+# sort key -> (column, tie-breaker equal to hub_model.id on rows where the column is not NULL)
+_SORT_COLUMNS: dict[str, tuple[sa.ColumnElement, sa.ColumnElement]] = {
+    "created_at": (_M.created_at, _M.id),
+    "downloads": (_M.downloads, _M.id),
+    # Geometry sorts break ties on geometry.model_id so the (column, model_id) index serves them.
+    "group_size": (_G.group_size, _G.model_id),
+    "kv_bytes_per_token": (_G.kv_bytes_per_token_bf16, _G.model_id),
+    "id": (_M.id, _M.id),
+}
+_NULLABLE_SORTS = {"created_at", "group_size", "kv_bytes_per_token"}
+_TOKEN_VERSION = 1
+
+
+class InvalidPageToken(ValueError):
+    """The ``next`` token is malformed or belongs to another sort order."""
+
+
+class ModelListParams(BaseModel):
+    """Filters, sort and page of the model list. Every filter is optional; they combine with AND.
+
+    Dates are inclusive UTC days. ``q`` matches anywhere in the repo id, case-insensitively
+    (``%`` and ``_`` are literal). ``kind`` lists attention kinds to keep (any of them).
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    kind: list[AttentionKind] = Field(default_factory=list, max_length=5,
+                                      description="Attention kinds to keep (any of): MHA, MQA, GQA, MLA, none")
+    hybrid: bool | None = Field(None, description="Only hybrids (true) or only non-hybrids (false)")
+    g_min: float | None = Field(None, ge=0, le=1_000_000, description="Smallest group size G = H/K")
+    g_max: float | None = Field(None, ge=0, le=1_000_000, description="Largest group size G = H/K")
+    author: str | None = Field(None, min_length=1, max_length=100, description="Organisation (repo id prefix)")
+    model_type: str | None = Field(None, min_length=1, max_length=100,
+                                   description="Architecture family, the config's model_type")
+    created_from: date | None = Field(None, description="Created on or after this day (UTC)")
+    created_to: date | None = Field(None, description="Created on or before this day (UTC)")
+    min_downloads: int | None = Field(None, ge=0, le=10**15, description="At least this many downloads (30 days)")
+    q: str | None = Field(None, min_length=1, max_length=200, description="Text to find in the repo id")
+    sort: SortKey = Field("created_at", description="Sort column")
+    order: Literal["asc", "desc"] = Field("desc", description="Sort direction; rows without a value come last")
+    size: int = Field(DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE, description="Rows per page")
+    next: str | None = Field(None, min_length=1, max_length=1000, description="Token from the previous page")
+
+    @model_validator(mode="after")
+    def _ranges(self) -> ModelListParams:
+        if self.g_min is not None and self.g_max is not None and self.g_min > self.g_max:
+            raise ValueError(f"g_min ({self.g_min}) is greater than g_max ({self.g_max})")
+        if self.created_from and self.created_to and self.created_from > self.created_to:
+            raise ValueError(f"created_from ({self.created_from}) is after created_to ({self.created_to})")
+        return self
+
+
+class ModelSummary(BaseModel):
+    """One row of the model list: the model and its current geometry (None where unknown)."""
+
+    id: str
+    author: str | None
+    created_at: datetime | None
+    downloads: int
+    likes: int
+    num_parameters: int | None
+    source: str
+    model_type: str | None
+    attention_kind: str | None
+    is_hybrid: bool | None
+    num_query_heads: int | None
+    num_kv_heads: int | None
+    group_size: float | None
+    head_dim: int | None
+    num_layers: int | None
+    kv_layers: int | None
+    sliding_window: int | None
+    kv_bytes_per_token: int | None = Field(description="KV cache bytes per token at bf16, all layers")
+
+
+# Columns of ModelSummary, in order (also the CSV header).
+SUMMARY_FIELDS = tuple(ModelSummary.model_fields)
+_SUMMARY_COLUMNS = [
+    _M.id, _M.author, _M.created_at, _M.downloads, _M.likes, _M.num_parameters, _M.source,
+    _G.model_type, _G.attention_kind, _G.is_hybrid, _G.num_query_heads, _G.num_kv_heads,
+    _G.group_size, _G.head_dim, _G.num_layers, _G.kv_layers, _G.sliding_window,
+    _G.kv_bytes_per_token_bf16.label("kv_bytes_per_token"),
+]
+
+
+class Page(BaseModel):
+    rows: list[ModelSummary]
+    next: str | None = Field(description="Token for the following page; null on the last page")
+
+
+# --- tokens -------------------------------------------------------------------------------
+
+def _encode_value(sort: str, value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.astimezone(timezone.utc).isoformat()
+    return value
+
+
+def _decode_value(sort: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if sort == "created_at":
+        if isinstance(value, str):
+            try:
+                parsed = datetime.fromisoformat(value)
+            except ValueError:
+                parsed = None
+            if parsed is not None and parsed.tzinfo is not None:
+                return parsed
+    elif sort in ("downloads", "kv_bytes_per_token"):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif sort == "group_size":
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif sort == "id":
+        if isinstance(value, str):
+            return value
+    raise InvalidPageToken(f"next token holds a value that does not fit sort={sort}")
+
+
+def encode_token(sort: str, order: str, value: Any, model_id: str) -> str:
+    payload = [_TOKEN_VERSION, sort, order, _encode_value(sort, value), model_id]
+    raw = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_token(token: str, sort: str, order: str) -> tuple[Any, str]:
+    """(sort value, id) of the last row shown; value None means 'inside the NULL tail'."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        payload = json.loads(raw.decode("utf-8"))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise InvalidPageToken("next token is not one this API issued") from None
+    if not (isinstance(payload, list) and len(payload) == 5 and payload[0] == _TOKEN_VERSION
+            and isinstance(payload[4], str)):
+        raise InvalidPageToken("next token is not one this API issued")
+    _, token_sort, token_order, value, model_id = payload
+    if (token_sort, token_order) != (sort, order):
+        raise InvalidPageToken(
+            f"next token was issued for sort={token_sort}&order={token_order}, not sort={sort}&order={order}"
+        )
+    if value is None and sort not in _NULLABLE_SORTS:
+        raise InvalidPageToken(f"next token holds a value that does not fit sort={sort}")
+    return _decode_value(sort, value), model_id
+
+
+# --- the list -----------------------------------------------------------------------------
+
+def _day_start(day: date) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=timezone.utc)
+
+
+def _filtered(params: ModelListParams) -> sa.Select:
+    query = (
+        sa.select(*_SUMMARY_COLUMNS)
+        .select_from(HubModel.__table__)
+        .outerjoin(GeometryRow.__table__, _G.revision_id == _M.current_revision_id)
+    )
+    conditions = []
+    if params.kind:
+        conditions.append(_G.attention_kind.in_(params.kind))
+    if params.hybrid is not None:
+        conditions.append(_G.is_hybrid == params.hybrid)
+    if params.g_min is not None:
+        conditions.append(_G.group_size >= params.g_min)
+    if params.g_max is not None:
+        conditions.append(_G.group_size <= params.g_max)
+    if params.author is not None:
+        conditions.append(_M.author == params.author)
+    if params.model_type is not None:
+        conditions.append(_G.model_type == params.model_type)
+    if params.created_from is not None:
+        conditions.append(_M.created_at >= _day_start(params.created_from))
+    if params.created_to is not None:
+        conditions.append(_M.created_at < _day_start(params.created_to + timedelta(days=1)))
+    if params.min_downloads is not None:
+        conditions.append(_M.downloads >= params.min_downloads)
+    if params.q is not None:
+        conditions.append(_M.id.icontains(params.q, autoescape=True))
+    return query.where(*conditions)
+
+
+def list_models(session: Session, params: ModelListParams) -> Page:
+    """One page of models matching ``params``; raises InvalidPageToken for a bad ``next``."""
+    column, tie = _SORT_COLUMNS[params.sort]
+    desc = params.order == "desc"
+    cursor = decode_token(params.next, params.sort, params.order) if params.next else None
+    base = _filtered(params)
+    limit = params.size + 1  # one extra row says whether a next page exists
+    rows: list[sa.Row] = []
+
+    # Rows with a sort value, in (column, id) order; then the NULL tail in id order.
+    if cursor is None or cursor[0] is not None:
+        query = base.where(column.is_not(None)) if params.sort in _NULLABLE_SORTS else base
+        if cursor is not None and params.sort == "id":
+            query = query.where(column < cursor[1] if desc else column > cursor[1])
+        elif cursor is not None:
+            after = sa.tuple_(column, tie)
+            query = query.where(after < cursor if desc else after > cursor)
+        if params.sort == "id":
+            order_by = [column.desc() if desc else column.asc()]
+        else:
+            order_by = [column.desc(), tie.desc()] if desc else [column.asc(), tie.asc()]
+        rows = list(session.execute(query.order_by(*order_by).limit(limit)))
+    if params.sort in _NULLABLE_SORTS and len(rows) < limit:
+        query = base.where(column.is_(None))
+        if cursor is not None and cursor[0] is None:
+            query = query.where(_M.id < cursor[1] if desc else _M.id > cursor[1])
+        query = query.order_by(_M.id.desc() if desc else _M.id.asc()).limit(limit - len(rows))
+        rows.extend(session.execute(query))
+
+    more = len(rows) > params.size
+    rows = rows[: params.size]
+    next_token = None
+    if more:
+        last = rows[-1]._mapping
+        next_token = encode_token(params.sort, params.order, last[params.sort], last["id"])
+    return Page(rows=[ModelSummary.model_validate(dict(r._mapping)) for r in rows], next=next_token)
+
+
+def iter_models(session: Session, params: ModelListParams, max_rows: int | None = None) -> Iterator[ModelSummary]:
+    """Every row of the query from ``params.next`` on, following the keyset pages (for CSV
+    exports); stops after ``max_rows`` rows when given."""
+    params = params.model_copy(update={"size": MAX_PAGE_SIZE})
+    emitted = 0
+    while True:
+        page = list_models(session, params)
+        for row in page.rows:
+            if max_rows is not None and emitted >= max_rows:
+                return
+            emitted += 1
+            yield row
+        if not page.next:
+            return
+        params = params.model_copy(update={"next": page.next})
+
+
+# --- one model ----------------------------------------------------------------------------
+
+KV_CONTEXTS = (4096, 32768, 131072)
+
+
+class ModelInfo(BaseModel):
+    """The Hub facts about one model (or the snapshot's stand-ins for them)."""
+
+    id: str
+    author: str | None
+    created_at: datetime | None
+    last_modified: datetime | None
+    sha: str | None
+    downloads: int = Field(description="Hub downloads over the last 30 days, at the last refresh")
+    likes: int
+    pipeline_tag: str | None
+    library_name: str | None
+    tags: list[str]
+    gated: str | None
+    num_parameters: int | None
+    source: str = Field(description='"hub" (crawled) or "snapshot" (bundled notable-model snapshot)')
+    release_date_confidence: str | None
+    first_seen_at: datetime
+    updated_at: datetime
+    stats_refreshed_at: datetime | None
+
+
+class ProvenanceItem(BaseModel):
+    """Where one geometry value came from."""
+
+    field: str
+    value: Any = None
+    source: str = Field(description="The config key path it was read from, or the rule that produced it")
+    kind: Literal["disclosed", "derived", "default", "other"] = Field(
+        description="disclosed: read from the config; derived: computed from other values; "
+        "default: the family's default because the config is silent")
+
+
+class GeometryDetail(BaseModel):
+    """The current geometry, as stored (and as the trends count it)."""
+
+    revision_id: int
+    parser_version: int
+    derived_at: datetime
+    model_type: str | None
+    architectures: list[str]
+    attention_kind: str
+    is_hybrid: bool
+    num_query_heads: int | None
+    num_kv_heads: int | None
+    group_size: float | None
+    head_dim: int | None
+    v_head_dim: int | None
+    num_layers: int | None
+    kv_layers: int | None
+    sliding_window: int | None
+    sliding_layers: int
+    chunked: bool
+    hidden_size: int | None
+    kv_lora_rank: int | None
+    qk_rope_head_dim: int | None
+    qk_nope_head_dim: int | None
+    q_lora_rank: int | None
+    kv_elements_per_token: int | None
+    kv_bytes_per_token_bf16: int | None
+    layer_kinds: list[str] | None = Field(None, description="Per layer: full, sliding, chunked, linear, ...")
+    warnings: list[str]
+    provenance: list[ProvenanceItem]
+
+
+class RevisionInfo(BaseModel):
+    """One stored config.json; the raw text downloads from ``config_url``."""
+
+    id: int
+    sha: str
+    fetched_at: datetime
+    provenance: str = Field(description='"verbatim" (a real config.json) or "reconstructed" (published geometry)')
+    source: str | None
+    parse_status: str
+    parse_error: str | None
+    is_current: bool
+    size_chars: int
+    config_url: str
+
+
+class KVCachePoint(BaseModel):
+    context: int
+    bytes: int = Field(description="KV cache of one sequence of this many tokens")
+    mha_bytes: int = Field(description="The same for the MHA counterfactual (K = H)")
+    saving: float | None = Field(description="mha_bytes / bytes")
+    beyond_max_context: bool = Field(description="Longer than the model's max_position_embeddings")
+
+
+class KVCacheSummary(BaseModel):
+    dtype: str
+    bytes_per_token: int = Field(description="Bytes one token adds at full context, all KV layers")
+    mha_bytes_per_token: int
+    contexts: list[KVCachePoint]
+
+
+class ModelDetail(BaseModel):
+    """Everything known about one model: Hub facts, current geometry with provenance, every
+    stored config revision, KV cache at common contexts with the MHA counterfactual."""
+
+    model: ModelInfo
+    geometry: GeometryDetail | None
+    revisions: list[RevisionInfo]
+    kv_cache: KVCacheSummary | None
+
+
+def config_url(revision_id: int) -> str:
+    return f"/api/v1/revisions/{revision_id}/config.json"
+
+
+def _provenance_kind(source: str) -> str:
+    prefix, sep, _ = source.partition(":")
+    if not sep or not prefix.isalpha():
+        return "disclosed"
+    return prefix if prefix in ("derived", "default") else "other"
+
+
+def _provenance(row: GeometryRow, geom: Geometry | None) -> list[ProvenanceItem]:
+    stored = row.model_dump()
+    derived = geom.to_dict() if geom is not None else {}
+    items = []
+    for name, source in (row.sources or {}).items():
+        head, _, tail = name.partition(".")
+        if name in stored:
+            value = stored[name]
+        elif tail and isinstance(derived.get(head), dict):
+            value = derived[head].get(tail)
+        else:
+            value = derived.get(name)
+        if isinstance(value, (tuple, list)) and len(value) > 64:
+            value = None  # long per-layer lists are in layer_kinds; keep the table readable
+        items.append(ProvenanceItem(field=name, value=value, source=str(source), kind=_provenance_kind(str(source))))
+    # Values no config states directly: say how they are computed.
+    rules = {
+        "attention_kind": "derived:MLA if kv_lora_rank, else K == H -> MHA, K == 1 -> MQA, else GQA",
+        "group_size": "derived:num_query_heads/num_kv_heads",
+        "kv_elements_per_token": "derived:sum over KV layers of K*(head_dim+v_head_dim), or the MLA latent",
+        "kv_bytes_per_token_bf16": "derived:kv_elements_per_token*2",
+    }
+    for name, rule in rules.items():
+        if name not in (row.sources or {}) and stored.get(name) is not None:
+            items.append(ProvenanceItem(field=name, value=stored[name], source=rule, kind="derived"))
+    return items
+
+
+def _kv_summary(geom: Geometry, dtype: str = "bf16") -> KVCacheSummary:
+    counter = kvcache.mha_counterfactual(geom)
+    points = []
+    for context in KV_CONTEXTS:
+        actual, mha = kvcache.cache_bytes(geom, context, 1, dtype), kvcache.cache_bytes(counter, context, 1, dtype)
+        points.append(KVCachePoint(
+            context=context, bytes=actual, mha_bytes=mha, saving=mha / actual if actual else None,
+            beyond_max_context=geom.max_position_embeddings is not None and context > geom.max_position_embeddings,
+        ))
+    return KVCacheSummary(dtype=dtype, bytes_per_token=kvcache.bytes_per_token(geom, dtype),
+                          mha_bytes_per_token=kvcache.bytes_per_token(counter, dtype), contexts=points)
+
+
+def current_geometry(session: Session, model: HubModel) -> tuple[GeometryRow | None, Geometry | None]:
+    """The stored geometry row of the model's current revision, and the same config parsed
+    again into a ``Geometry`` for the KV and roofline arithmetic (None where it does not parse)."""
+    if model.current_revision_id is None:
+        return None, None
+    row = session.execute(
+        sa.select(GeometryRow).where(GeometryRow.revision_id == model.current_revision_id)
+    ).scalar_one_or_none()
+    raw = session.execute(
+        sa.select(ConfigRevision.raw_text).where(ConfigRevision.id == model.current_revision_id)
+    ).scalar_one_or_none()
+    geom = derive(raw)[0] if raw is not None and row is not None else None
+    return row, geom
+
+
+def get_model_detail(session: Session, model_id: str) -> ModelDetail | None:
+    """The model page's data, or None when the store has no such model. ``model_id`` must be
+    validated by the caller (``repo_ids.validate_repo_id``)."""
+    model = session.get(HubModel, model_id)
+    if model is None:
+        return None
+    row, geom = current_geometry(session, model)
+    c = ConfigRevision.__table__.c
+    revisions = [
+        RevisionInfo(id=r.id, sha=r.sha, fetched_at=r.fetched_at, provenance=r.provenance, source=r.source,
+                     parse_status=r.parse_status, parse_error=r.parse_error,
+                     is_current=r.id == model.current_revision_id, size_chars=r.size_chars or 0,
+                     config_url=config_url(r.id))
+        for r in session.execute(
+            sa.select(c.id, c.sha, c.fetched_at, c.provenance, c.source, c.parse_status, c.parse_error,
+                      sa.func.length(c.raw_text).label("size_chars"))
+            .where(c.model_id == model_id)
+            .order_by(c.fetched_at.desc(), c.id.desc())
+        )
+    ]
+    geometry = None
+    if row is not None:
+        geometry = GeometryDetail(
+            **row.model_dump(exclude={"id", "model_id", "sources"}),
+            layer_kinds=list(geom.layer_kinds) if geom is not None else None,
+            provenance=_provenance(row, geom),
+        )
+    return ModelDetail(
+        model=ModelInfo.model_validate(model.model_dump()),
+        geometry=geometry,
+        revisions=revisions,
+        kv_cache=_kv_summary(geom) if geom is not None and geom.attention_kind != "none" else None,
+    )
+
+
+def get_revision(session: Session, revision_id: int) -> ConfigRevision | None:
+    """One stored config revision (with its verbatim text), or None."""
+    return session.get(ConfigRevision, revision_id)

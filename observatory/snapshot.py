@@ -1,0 +1,342 @@
+"""The bundled snapshot: notable open models 2019-2026, so a fresh install has real data offline.
+
+``data/snapshot.json`` lists each model with its release date and either a real config.json
+(``config_file`` in ``data/configs/``, provenance "verbatim") or the published attention geometry
+written as a minimal config dict (``config``, provenance "reconstructed"). Both go through the
+same write path as the crawler (``ingest.record_config``), so one parser derives every geometry.
+
+Loading is idempotent. A revision's sha is ``snapshot-v1:<sha1 of its raw text>``: loading the
+same data again finds every revision already there, and an edited entry becomes a new revision.
+
+Crawled data wins. When the store already holds a model from the Hub (source "hub"), its Hub
+fields are left alone, and the snapshot revision is added only while the model has no revision
+of its own from the Hub; once a crawl records a real config for a model, later loads never
+put a snapshot revision in front of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+from sqlalchemy import func
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from observatory.db import session_scope
+from observatory.ingest import record_config, upsert_model
+from observatory.repo_ids import InvalidRepoId, validate_repo_id
+from observatory.settings import Settings, get_settings
+from observatory.tables import ConfigRevision, HubModel, utcnow
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+SNAPSHOT_PATH = DATA_DIR / "snapshot.json"
+CONFIGS_DIR = DATA_DIR / "configs"
+
+SNAPSHOT_VERSION = 1
+SHA_PREFIX = "snapshot-v1:"
+_ANY_SNAPSHOT_SHA = "snapshot%"  # every snapshot format's revisions, as opposed to Hub commit shas
+PROVENANCES = ("verbatim", "reconstructed")
+CONFIDENCES = ("high", "medium", "low")
+DEFAULT_PIPELINE_TAG = "text-generation"
+
+_REQUIRED = ("id", "family", "release_date", "release_date_confidence", "provenance", "source")
+_OPTIONAL = ("num_parameters", "config", "config_file", "copy", "notes", "pipeline_tag")
+_MAX_SOURCE = 500  # ConfigRevision.source
+
+
+class SnapshotError(ValueError):
+    """The snapshot manifest (or a file it names) is unusable; nothing was loaded."""
+
+
+@dataclass(frozen=True)
+class SnapshotEntry:
+    id: str
+    family: str
+    release_date: date
+    release_date_confidence: str
+    num_parameters: int | None
+    provenance: str
+    source: str
+    raw_text: str
+    config_file: str | None = None
+    pipeline_tag: str = DEFAULT_PIPELINE_TAG
+    notes: str | None = None
+
+    @property
+    def sha(self) -> str:
+        return SHA_PREFIX + hashlib.sha1(self.raw_text.encode("utf-8")).hexdigest()
+
+    @property
+    def created_at(self) -> datetime:
+        return datetime(self.release_date.year, self.release_date.month, self.release_date.day, tzinfo=timezone.utc)
+
+    def model_fields(self) -> dict:
+        """The HubModel fields a snapshot row carries (Hub-only fields stay at their defaults)."""
+        tags = ["snapshot"]
+        model_type = _top_level_model_type(self.raw_text)
+        if model_type:
+            tags.append(model_type)
+        return {
+            "created_at": self.created_at,
+            "pipeline_tag": self.pipeline_tag,
+            "library_name": "transformers",
+            "tags": tags,
+            "num_parameters": self.num_parameters,
+            "source": "snapshot",
+            "release_date_confidence": self.release_date_confidence,
+        }
+
+
+def reconstructed_text(config: dict) -> str:
+    """The raw text stored for a reconstructed entry: its config dict as indented JSON."""
+    return json.dumps(config, indent=2, ensure_ascii=False) + "\n"
+
+
+def _top_level_model_type(raw_text: str) -> str | None:
+    try:
+        value = json.loads(raw_text).get("model_type")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) and 0 < len(value) <= 100 else None
+
+
+def load_entries(path: Path | None = None, configs_dir: Path | None = None) -> list[SnapshotEntry]:
+    """Read and validate a snapshot manifest; raise SnapshotError naming every problem found."""
+    path = Path(path) if path is not None else SNAPSHOT_PATH
+    configs_dir = Path(configs_dir) if configs_dir is not None else (
+        CONFIGS_DIR if path == SNAPSHOT_PATH else path.parent / "configs"
+    )
+    try:
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise SnapshotError(f"snapshot {path} is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("models"), list):
+        raise SnapshotError(f"snapshot {path} must be a JSON object with a 'models' list")
+    if doc.get("snapshot_version") != SNAPSHOT_VERSION:
+        raise SnapshotError(
+            f"snapshot {path} has snapshot_version {doc.get('snapshot_version')!r}; "
+            f"this version reads {SNAPSHOT_VERSION}"
+        )
+
+    entries: list[SnapshotEntry] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(doc["models"]):
+        label = f"models[{index}]"
+        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+            label += f" ({raw['id'][:80]})"
+        try:
+            entry = _entry(raw, configs_dir)
+        except SnapshotError as exc:
+            problems.append(f"{label}: {exc}")
+            continue
+        if entry.id in seen:
+            problems.append(f"{label}: duplicate id")
+            continue
+        seen.add(entry.id)
+        entries.append(entry)
+    if problems:
+        shown = "; ".join(problems[:5])
+        more = f"; and {len(problems) - 5} more" if len(problems) > 5 else ""
+        noun = "entry" if len(problems) == 1 else "entries"
+        raise SnapshotError(f"snapshot {path}: {len(problems)} bad {noun}: {shown}{more}")
+    return entries
+
+
+def _entry(raw: object, configs_dir: Path) -> SnapshotEntry:
+    if not isinstance(raw, dict):
+        raise SnapshotError("entry must be a JSON object")
+    missing = [key for key in _REQUIRED if key not in raw]
+    if missing:
+        raise SnapshotError(f"missing {', '.join(missing)}")
+    unknown = sorted(set(raw) - set(_REQUIRED) - set(_OPTIONAL))
+    if unknown:
+        raise SnapshotError(f"unknown key(s) {', '.join(unknown)}")
+    try:
+        model_id = validate_repo_id(raw["id"])
+    except InvalidRepoId as exc:
+        raise SnapshotError(str(exc)) from None
+    release = _release_date(raw["release_date"])
+    confidence = raw["release_date_confidence"]
+    if confidence not in CONFIDENCES:
+        raise SnapshotError(f"release_date_confidence must be one of {', '.join(CONFIDENCES)}")
+    params = raw.get("num_parameters")
+    if params is not None and (isinstance(params, bool) or not isinstance(params, int) or params <= 0):
+        raise SnapshotError("num_parameters must be a positive integer or null")
+    for key in ("family", "source"):
+        if not isinstance(raw[key], str) or not raw[key].strip():
+            raise SnapshotError(f"{key} must be a non-empty string")
+    if len(raw["source"]) > _MAX_SOURCE:
+        raise SnapshotError(f"source longer than {_MAX_SOURCE} characters")
+    pipeline_tag = raw.get("pipeline_tag", DEFAULT_PIPELINE_TAG)
+    if not isinstance(pipeline_tag, str) or not 0 < len(pipeline_tag) <= 100:
+        raise SnapshotError("pipeline_tag must be a short string")
+
+    provenance = raw["provenance"]
+    has_file, has_config = "config_file" in raw, "config" in raw
+    if provenance not in PROVENANCES:
+        raise SnapshotError(f"provenance must be one of {', '.join(PROVENANCES)}")
+    if has_file == has_config:
+        raise SnapshotError("give exactly one of config_file (a real config.json) or config (reconstructed)")
+    if provenance == "verbatim" and not has_file:
+        raise SnapshotError(
+            "a reconstructed config dict cannot be marked verbatim; verbatim entries name a config_file"
+        )
+    if provenance == "reconstructed" and not has_config:
+        raise SnapshotError("config_file entries are real files: mark them verbatim")
+    if has_file:
+        raw_text = _read_config_file(raw["config_file"], configs_dir)
+    else:
+        if not isinstance(raw["config"], dict) or not raw["config"]:
+            raise SnapshotError("config must be a non-empty JSON object")
+        raw_text = reconstructed_text(raw["config"])
+    notes = raw.get("notes")
+    if notes is not None and not isinstance(notes, str):
+        raise SnapshotError("notes must be a string")
+    return SnapshotEntry(
+        id=model_id,
+        family=raw["family"].strip(),
+        release_date=release,
+        release_date_confidence=confidence,
+        num_parameters=params,
+        provenance=provenance,
+        source=raw["source"],
+        raw_text=raw_text,
+        config_file=raw.get("config_file"),
+        pipeline_tag=pipeline_tag,
+        notes=notes,
+    )
+
+
+def _release_date(value: object) -> date:
+    if not isinstance(value, str) or len(value) != 10:
+        raise SnapshotError("release_date must be YYYY-MM-DD")
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise SnapshotError(f"release_date {value!r} is not a real YYYY-MM-DD date") from None
+
+
+def _read_config_file(name: object, configs_dir: Path) -> str:
+    # A bare file name: the manifest must not reach outside the bundled configs folder.
+    if not isinstance(name, str) or not name.endswith(".json") or Path(name).name != name or name.startswith("."):
+        raise SnapshotError(f"config_file must be a bare *.json file name, got {str(name)[:80]!r}")
+    try:
+        data = (configs_dir / name).read_bytes()
+    except OSError:
+        raise SnapshotError(f"config_file {name} not found in {configs_dir}") from None
+    try:
+        # Bytes decoded as-is: read_text() would fold CRLF line endings and the copy would no longer be verbatim.
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SnapshotError(f"config_file {name} is not UTF-8 text") from None
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_snapshot(engine: Engine, path: Path | None = None, *, configs_dir: Path | None = None) -> dict:
+    """Load the snapshot into a migrated store (the caller runs ``db.upgrade``); return a summary.
+
+    One transaction: a bad manifest raises SnapshotError before anything is written.
+    """
+    entries = load_entries(path, configs_dir)
+    with session_scope(engine) as session:
+        return _load(session, entries)
+
+
+def ensure_snapshot(engine: Engine, settings: Settings | None = None) -> dict | None:
+    """On first run: load the snapshot when the store holds no models and autoload is on.
+
+    Returns the load summary, or None when nothing was loaded. The emptiness check runs inside
+    the write transaction (SQLite takes the write lock at BEGIN), so two processes starting
+    together load it once.
+    """
+    settings = settings or get_settings()
+    if not settings.autoload_snapshot or _model_count(engine) > 0:
+        return None
+    entries = load_entries()
+    with session_scope(engine) as session:
+        if session.exec(select(func.count()).select_from(HubModel)).one() > 0:
+            return None
+        return _load(session, entries)
+
+
+def _model_count(engine: Engine) -> int:
+    with Session(engine) as session:
+        return session.exec(select(func.count()).select_from(HubModel)).one()
+
+
+def _load(session: Session, entries: list[SnapshotEntry]) -> dict:
+    summary = {
+        "entries": len(entries),
+        "models_added": 0,
+        "models_updated": 0,
+        "models_unchanged": 0,
+        "crawled_models_kept": 0,
+        "revisions_added": 0,
+        "revisions_skipped": 0,
+        "parse_errors": 0,
+        "errors": [],
+    }
+    for entry in entries:
+        model = session.get(HubModel, entry.id)
+        fields = entry.model_fields()
+        if model is None:
+            upsert_model(session, entry.id, **fields)
+            summary["models_added"] += 1
+        elif model.source == "snapshot":
+            changed = {key: value for key, value in fields.items() if not _same(getattr(model, key), value)}
+            if changed:
+                upsert_model(session, entry.id, **changed)
+                summary["models_updated"] += 1
+            else:
+                summary["models_unchanged"] += 1
+        else:
+            summary["crawled_models_kept"] += 1
+
+        revision, created = _snapshot_revision(session, entry)
+        if revision is None:
+            summary["revisions_skipped"] += 1
+            continue
+        summary["revisions_added"] += created
+        if revision.parse_status != "ok":
+            summary["parse_errors"] += 1
+            summary["errors"].append({"id": entry.id, "error": revision.parse_error})
+    return summary
+
+
+def _snapshot_revision(session: Session, entry: SnapshotEntry) -> tuple[ConfigRevision | None, bool]:
+    """Record (or find) the entry's revision and make it current, unless the Hub's data is there."""
+    crawled = session.exec(
+        select(ConfigRevision.id).where(
+            ConfigRevision.model_id == entry.id, ConfigRevision.sha.not_like(_ANY_SNAPSHOT_SHA)
+        )
+    ).first()
+    if crawled is not None:
+        return None, False
+    revision, created = record_config(
+        session, entry.id, entry.raw_text, entry.sha, provenance=entry.provenance, source=entry.source
+    )
+    if not created:
+        # An entry edited and then reverted: its older revision becomes current again.
+        model = session.get(HubModel, entry.id)
+        if model is not None and model.current_revision_id != revision.id:
+            model.current_revision_id = revision.id
+            model.updated_at = utcnow()
+    return revision, created
+
+
+def _same(current: object, wanted: object) -> bool:
+    if isinstance(current, datetime) and isinstance(wanted, datetime):
+        # SQLite hands datetimes back without an offset; every stored datetime is UTC.
+        if current.tzinfo is None:
+            current = current.replace(tzinfo=timezone.utc)
+        return current == wanted
+    return current == wanted

@@ -1,0 +1,249 @@
+"""Trend series over the store: precomputed for the standard populations, on demand for the rest.
+
+``refresh_trends(engine)`` recomputes every standard series from the current geometry of every
+model (``hub_model.current_revision_id``), so a config that changes moves its model to its new
+kind/G at the next refresh and never counts twice. It runs after each crawl
+(``pipeline.after_crawl``) and at start-up when the store changed since the last refresh
+(``ensure_trends``). ``read_trends`` serves the API and pages: a range read of ``trend_point``
+for a standard population, else the same aggregation run on the population's rows.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlmodel import Session
+
+from observatory.db import session_scope
+from observatory.tables import GeometryRow, HubModel, utcnow
+from observatory.trend_tables import TrendPointRow
+from observatory.trends import (
+    KIND_BUCKETS,
+    PERIODS,
+    SIZE_CLASSES,
+    WEIGHTINGS,
+    SizeClassStat,
+    TrendPoint,
+    TrendRow,
+    group_by_period,
+    period_start,
+    points_from_groups,
+)
+
+# Download thresholds whose series are precomputed; other thresholds are computed on demand.
+STANDARD_THRESHOLDS = (0, 1000, 100_000)
+
+
+@dataclass(frozen=True)
+class Population:
+    """Which models a series counts: at least ``min_downloads`` downloads, optionally one
+    organisation (``author``) and/or one architecture family (``model_type``)."""
+
+    min_downloads: int = 0
+    author: str | None = None
+    model_type: str | None = None
+
+    @property
+    def key(self) -> str:
+        parts = []
+        if self.min_downloads:
+            parts.append(f"min_downloads={self.min_downloads}")
+        if self.author is not None:
+            parts.append(f"author={self.author}")
+        if self.model_type is not None:
+            parts.append(f"model_type={self.model_type}")
+        return ";".join(parts) or "all"
+
+    @property
+    def precomputed(self) -> bool:
+        return self.author is None and self.model_type is None and self.min_downloads in STANDARD_THRESHOLDS
+
+
+@dataclass
+class TrendSeries:
+    population: Population
+    period: str
+    weighting: str
+    precomputed: bool  # read from trend_point (else aggregated for this request)
+    computed_at: datetime | None  # when the precomputed rows were written
+    points: list[TrendPoint] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RefreshReport:
+    models: int
+    points: int
+    seconds: float
+
+
+def _trend_rows_query(population: Population) -> sa.Select:
+    m, g = HubModel.__table__.c, GeometryRow.__table__.c
+    query = (
+        sa.select(m.id, m.author, g.model_type, m.created_at, g.attention_kind, g.is_hybrid,
+                  g.group_size, g.kv_bytes_per_token_bf16, m.num_parameters, m.downloads)
+        .select_from(HubModel.__table__)
+        .join(GeometryRow.__table__, g.revision_id == m.current_revision_id)
+        .where(m.created_at.is_not(None))
+    )
+    if population.min_downloads:
+        query = query.where(m.downloads >= population.min_downloads)
+    if population.author is not None:
+        query = query.where(m.author == population.author)
+    if population.model_type is not None:
+        query = query.where(g.model_type == population.model_type)
+    return query
+
+
+def load_trend_rows(conn: Connection | Session, population: Population = Population()) -> list[TrendRow]:
+    """The population's models with their current geometry, as plain rows."""
+    result = conn.execute(_trend_rows_query(population))
+    return [TrendRow(*row) for row in result]
+
+
+def _to_record(point: TrendPoint, population_key: str, computed_at: datetime) -> dict:
+    return {
+        "period_kind": point.period, "population": population_key, "weighting": point.weighting,
+        "period_start": point.period_start, "count": point.count, "weight_total": point.weight_total,
+        **{f"share_{kind.lower()}": point.shares[kind] for kind in KIND_BUCKETS},
+        "g_count": point.g_count, "g_p25": point.g_p25, "g_median": point.g_median, "g_p75": point.g_p75,
+        "share_g_over_16": point.share_g_over_16, "kv_count": point.kv_count, "kv_median": point.kv_median,
+        "kv_by_size": {cls: {"count": s.count, "kv_median": s.kv_median} for cls, s in point.kv_by_size.items()},
+        "computed_at": computed_at,
+    }
+
+
+def _from_record(row: TrendPointRow) -> TrendPoint:
+    by_size = row.kv_by_size or {}
+    return TrendPoint(
+        period=row.period_kind, period_start=row.period_start, weighting=row.weighting, count=row.count,
+        weight_total=row.weight_total,
+        shares={kind: getattr(row, f"share_{kind.lower()}") for kind in KIND_BUCKETS},
+        g_count=row.g_count, g_p25=row.g_p25, g_median=row.g_median, g_p75=row.g_p75,
+        share_g_over_16=row.share_g_over_16, kv_count=row.kv_count, kv_median=row.kv_median,
+        kv_by_size={
+            cls: SizeClassStat(int(by_size.get(cls, {}).get("count", 0)), by_size.get(cls, {}).get("kv_median"))
+            for cls in SIZE_CLASSES
+        },
+    )
+
+
+def refresh_trends(engine: Engine) -> RefreshReport:
+    """Recompute every standard series (all periods x thresholds x weightings) and replace the
+    stored points in one transaction; readers keep seeing the old points until it commits."""
+    started = time.perf_counter()
+    computed_at = utcnow()  # taken before reading, so a write during the refresh marks it stale
+    with engine.connect() as conn:
+        rows = load_trend_rows(conn)
+    records = []
+    for threshold in STANDARD_THRESHOLDS:
+        population = Population(min_downloads=threshold)
+        subset = rows if not threshold else [r for r in rows if r.downloads >= threshold]
+        for period in PERIODS:
+            groups = group_by_period(subset, period)
+            for weighting in WEIGHTINGS:
+                records.extend(_to_record(p, population.key, computed_at)
+                               for p in points_from_groups(groups, period, weighting))
+    table = TrendPointRow.__table__
+    with session_scope(engine) as session:
+        session.execute(sa.delete(table))
+        if records:
+            session.execute(sa.insert(table), records)
+    return RefreshReport(models=len(rows), points=len(records), seconds=time.perf_counter() - started)
+
+
+def trends_stale(engine: Engine) -> bool:
+    """True when a model or geometry changed after the last refresh (or none ran yet)."""
+    with engine.connect() as conn:
+        refreshed = conn.execute(sa.select(sa.func.max(TrendPointRow.__table__.c.computed_at))).scalar()
+        changed = [
+            conn.execute(sa.select(sa.func.max(HubModel.__table__.c.updated_at))).scalar(),
+            conn.execute(sa.select(sa.func.max(GeometryRow.__table__.c.derived_at))).scalar(),
+        ]
+    changed = [c for c in changed if c is not None]
+    if not changed:
+        return False  # empty store: nothing to aggregate
+    return refreshed is None or max(changed) > refreshed
+
+
+def ensure_trends(engine: Engine) -> RefreshReport | None:
+    """Refresh the precomputed series if the store changed since they were written."""
+    return refresh_trends(engine) if trends_stale(engine) else None
+
+
+def read_trends(
+    session: Session,
+    population: Population = Population(),
+    period: str = "month",
+    weighting: str = "count",
+    since: date | None = None,
+    until: date | None = None,
+) -> TrendSeries:
+    """One series, oldest period first, limited to periods overlapping ``since``..``until``.
+
+    Standard populations read the precomputed points; any other population (an organisation,
+    an architecture family, another download threshold) is aggregated for this call from its
+    rows, which the indexes on author, model_type and downloads keep proportional to its size.
+    If a standard series has never been refreshed it is computed the same way.
+    """
+    if period not in PERIODS:
+        raise ValueError(f"unknown period {period!r}; expected one of {', '.join(PERIODS)}")
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"unknown weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
+    if population.precomputed:
+        t = TrendPointRow.__table__.c
+        query = (
+            sa.select(TrendPointRow)
+            .where(t.period_kind == period, t.population == population.key, t.weighting == weighting)
+            .order_by(t.period_start)
+        )
+        stored = session.execute(query).scalars().all()
+        if stored:
+            points = [_from_record(row) for row in stored]
+            return TrendSeries(population, period, weighting, True, max(r.computed_at for r in stored),
+                               _between(points, period, since, until))
+    points = points_from_groups(group_by_period(load_trend_rows(session, population), period), period, weighting)
+    return TrendSeries(population, period, weighting, False, None, _between(points, period, since, until))
+
+
+def _between(points: list[TrendPoint], period: str, since: date | None, until: date | None) -> list[TrendPoint]:
+    """Points whose period overlaps [since, until]."""
+    first = period_start(since, period) if since is not None else None
+    return [p for p in points
+            if (first is None or p.period_start >= first) and (until is None or p.period_start <= until)]
+
+
+def plotted_trend_rows(
+    session: Session,
+    population: Population = Population(),
+    limit: int = 3000,
+    since: date | None = None,
+    until: date | None = None,
+) -> tuple[list[TrendRow], int]:
+    """Up to ``limit`` of the population's dated models for a per-model chart, most downloaded
+    first, and how many there are in all. ``since``/``until`` are inclusive UTC days.
+
+    The total comes from the precomputed monthly counts when no date bound is given (exact:
+    every dated model is in one month), else from a count query.
+    """
+    query = _trend_rows_query(population)
+    m = HubModel.__table__.c
+    if since is not None:
+        query = query.where(m.created_at >= datetime.combine(since, datetime.min.time(), tzinfo=timezone.utc))
+    if until is not None:
+        query = query.where(m.created_at < datetime.combine(until + timedelta(days=1), datetime.min.time(),
+                                                            tzinfo=timezone.utc))
+    rows = [TrendRow(*row) for row in session.execute(query.order_by(m.downloads.desc(), m.id).limit(limit))]
+    if len(rows) < limit:
+        return rows, len(rows)
+    total = None
+    if since is None and until is None and population.precomputed:
+        series = read_trends(session, population, "month", "count")
+        if series.precomputed:
+            total = sum(p.count for p in series.points)
+    if total is None:
+        total = session.execute(sa.select(sa.func.count()).select_from(query.order_by(None).subquery())).scalar_one()
+    return rows, total

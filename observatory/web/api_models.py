@@ -1,0 +1,143 @@
+"""/api/v1/models: the model list (JSON pages, CSV export), one model, raw config downloads.
+
+Path layout keeps model ids unambiguous: an id may contain "/" and ".", so it is always the
+whole rest of ``/api/v1/models/``, never followed by a sub-resource or stripped of a
+``.json``/``.csv`` suffix (``org/name.json`` is a legal Hub id). The list's CSV twin is the
+separate path ``/api/v1/models.csv``; config revisions have their own numeric paths.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, Field
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from observatory.db import read_only
+from observatory.queries import (
+    SUMMARY_FIELDS,
+    InvalidPageToken,
+    ModelDetail,
+    ModelListParams,
+    ModelSummary,
+    Page,
+    get_model_detail,
+    get_revision,
+    iter_models,
+    list_models,
+)
+from observatory.repo_ids import InvalidRepoId, validate_repo_id
+from observatory.web.deps import EngineDep, ReadSessionDep, SettingsDep
+from observatory.web.errors import ERROR_RESPONSES, ApiError
+from observatory.web.pages import csv_response
+
+router = APIRouter(prefix="/api/v1", tags=["models"], responses=ERROR_RESPONSES)
+
+# The Hub's repo-id grammar as a JSON-schema pattern, a little stricter than validate_repo_id
+# (no "-" or "." before another "-" or ".") so every id a client builds from it is accepted.
+_PART = r"[A-Za-z0-9](?:[A-Za-z0-9_]|[-.][A-Za-z0-9_]){0,47}"
+REPO_ID_PATTERN = rf"^(?:{_PART}/)?{_PART}$"
+CSV_RESPONSE = {200: {"content": {"text/csv": {"schema": {"type": "string"}}},
+                      "description": "The same rows as CSV when format=csv"}}
+
+
+class ModelListResponse(BaseModel):
+    ok: bool = True
+    rows: list[ModelSummary]
+    next: str | None = Field(description="Token for the next page; pass it back as ?next=")
+    next_url: str | None = Field(description="This query's next page; null on the last page")
+
+
+class ModelDetailResponse(ModelDetail):
+    ok: bool = True
+
+
+def checked_model_id(model_id: str) -> str:
+    try:
+        return validate_repo_id(model_id)
+    except InvalidRepoId as exc:
+        raise ApiError(400, f"model_id: {exc}") from None
+
+
+def _list_page(session: Session, params: ModelListParams) -> Page:
+    try:
+        return list_models(session, params)
+    except InvalidPageToken as exc:
+        raise ApiError(400, f"next: {exc}") from None
+
+
+def _csv_export(engine: Engine, params: ModelListParams, max_rows: int) -> Response:
+    def rows():
+        # The request's session closes when the handler returns; the stream outlives it.
+        with Session(read_only(engine)) as session:
+            for row in iter_models(session, params, max_rows):
+                yield row.model_dump()
+
+    headers = {"Content-Disposition": 'attachment; filename="models.csv"', "X-Row-Limit": str(max_rows)}
+    return csv_response(list(SUMMARY_FIELDS), rows(), "models.csv", headers=headers)
+
+
+@router.get("/models", response_model=ModelListResponse, responses=CSV_RESPONSE,
+            summary="List models (filter, sort, keyset pages)")
+def models(request: Request, response: Response, session: ReadSessionDep, engine: EngineDep,
+           settings: SettingsDep, params: Annotated[ModelListParams, Query()],
+           format: Annotated[Literal["json", "csv"], Query(description="csv streams every page")] = "json"):
+    """Models with their current geometry. Pages follow ``next`` (also in ``next_url`` and a
+    ``Link: <...>; rel="next"`` header); ``format=csv`` streams all pages of the same query,
+    up to the server's row limit (``X-Row-Limit`` header)."""
+    page = _list_page(session, params)  # a bad token is a 400 before any CSV is streamed
+    if format == "csv":
+        return _csv_export(engine, params, settings.api_csv_max_rows)
+    next_url = str(request.url.include_query_params(next=page.next)) if page.next else None
+    if next_url:
+        response.headers["Link"] = f'<{next_url}>; rel="next"'
+    return ModelListResponse(rows=page.rows, next=page.next, next_url=next_url)
+
+
+@router.get("/models.csv", response_class=Response, response_model=None, responses=CSV_RESPONSE,
+            summary="The model list as CSV (all pages)")
+def models_csv(session: ReadSessionDep, engine: EngineDep, settings: SettingsDep,
+               params: Annotated[ModelListParams, Query()]) -> Response:
+    """The same query as ``/api/v1/models``, every page streamed as CSV up to the row limit."""
+    _list_page(session, params)
+    return _csv_export(engine, params, settings.api_csv_max_rows)
+
+
+@router.get("/models/{model_id:path}", response_model=ModelDetailResponse, summary="One model")
+def model(session: ReadSessionDep,
+          model_id: Annotated[str, Path(description="Hub repo id, e.g. meta-llama/Llama-3.1-8B",
+                                        json_schema_extra={"pattern": REPO_ID_PATTERN, "maxLength": 193})]):
+    """Hub facts, current geometry with the provenance of every value, every stored config
+    revision (raw text at ``config_url``), KV cache at 4k/32k/128k tokens with its MHA
+    counterfactual."""
+    detail = get_model_detail(session, checked_model_id(model_id))
+    if detail is None:
+        raise ApiError(404, f"no model {model_id!r} in the store")
+    return ModelDetailResponse(**detail.model_dump())
+
+
+_UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@router.get(
+    "/revisions/{revision_id}/config.json", response_class=Response, response_model=None,
+    responses={200: {"content": {"application/json": {"schema": {}}},
+                     "description": "The config.json text exactly as fetched (an attachment)"}},
+    summary="Download one stored config.json verbatim",
+)
+def revision_config(session: ReadSessionDep, revision_id: Annotated[int, Path(ge=1, le=2**62)]) -> Response:
+    revision = get_revision(session, revision_id)
+    if revision is None:
+        raise ApiError(404, f"no config revision {revision_id}")
+    name = _UNSAFE_FILENAME.sub("_", f"{revision.model_id.replace('/', '__')}.{revision.sha[:24]}.config.json")
+    return Response(
+        revision.raw_text.encode("utf-8", "surrogatepass"),
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="{name}"',
+                 "X-Config-Provenance": revision.provenance},
+    )

@@ -1,0 +1,173 @@
+"""Chart data for the pages, as the JSON ``static/charts.js`` draws (data only, no styling).
+
+Two spec types: ``share`` (stacked bars of fractions per period) and ``xy`` (series of
+``{"x", "y", "name"?}`` points drawn as lines, points or a filled band; x on a time axis in
+epoch milliseconds, or linear/log). A series' ``colour`` names a CSS custom property
+(``kind:GQA`` → ``--kind-GQA``) so the stylesheet alone decides the palette.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import date, datetime, timezone
+from typing import Any
+
+from observatory.trends import G_TIPPING_POINT, KIND_BUCKETS, SIZE_CLASSES, TrendPoint, next_period
+
+KIND_LABELS = {"MHA": "MHA", "MQA": "MQA", "GQA": "GQA", "MLA": "MLA", "hybrid": "hybrid", "none": "no attention"}
+
+
+def epoch_ms(value: date | datetime | None) -> int | None:
+    """Milliseconds since the epoch, UTC; dates count from their midnight."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+    elif value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return int(value.timestamp() * 1000)
+
+
+def period_label(start: date, period: str) -> str:
+    if period == "quarter":
+        return f"{start.year}-Q{(start.month - 1) // 3 + 1}"
+    if period == "week":
+        return start.isoformat()
+    return f"{start.year}-{start.month:02d}"
+
+
+def kind_share(points: Sequence[TrendPoint], period: str) -> dict:
+    """Share of each attention kind per period (stacked to 1); empty periods stay empty."""
+    return {
+        "type": "share",
+        "labels": [period_label(p.period_start, period) for p in points],
+        "counts": [p.count for p in points],
+        "y_title": "share of models",
+        "series": [
+            {"label": KIND_LABELS[kind], "colour": f"kind:{kind}", "values": [p.shares.get(kind) for p in points]}
+            for kind in KIND_BUCKETS
+            if any(p.shares.get(kind) for p in points)
+        ],
+    }
+
+
+def _line(points: Iterable[TrendPoint], value) -> list[dict]:
+    return [{"x": epoch_ms(p.period_start), "y": value(p)} for p in points]
+
+
+def time_axis(points: Sequence[TrendPoint], **extra: Any) -> dict:
+    """A time x axis spanning exactly the periods shown (no padding to round years)."""
+    axis: dict[str, Any] = {"type": "time", **extra}
+    if points:
+        axis["min"] = epoch_ms(points[0].period_start)
+        axis["max"] = epoch_ms(next_period(points[-1].period_start, points[-1].period))
+    return axis
+
+
+def g_distribution(points: Sequence[TrendPoint], models: Iterable[Any] = ()) -> dict:
+    """Quartile band and median of G per period, every model as a point, the G = 16 line.
+
+    ``models`` are rows with ``model_id``, ``created_at``, ``group_size`` and ``attention_kind``.
+    """
+    series: list[dict] = [
+        {"label": "p25–p75 of G", "style": "band", "colour": "series:1", "fill_to": "+1",
+         "points": _line(points, lambda p: p.g_p75)},
+        {"label": "_p25", "style": "band", "colour": "series:1", "points": _line(points, lambda p: p.g_p25)},
+        {"label": "median G", "style": "line", "colour": "series:1", "point_radius": 0,
+         "points": _line(points, lambda p: p.g_median)},
+    ]
+    by_kind: dict[str, list[dict]] = {}
+    for row in models:
+        if row.group_size is None or row.created_at is None:
+            continue
+        by_kind.setdefault(row.attention_kind, []).append(
+            {"x": epoch_ms(row.created_at), "y": row.group_size, "name": row.model_id}
+        )
+    for kind in ("MHA", "MQA", "GQA"):
+        if kind in by_kind:
+            series.append({"label": f"{kind} model", "style": "points", "colour": f"kind:{kind}",
+                           "point_radius": 3, "points": by_kind.pop(kind)})
+    for kind, pts in sorted(by_kind.items()):  # hybrids and anything else with a G
+        series.append({"label": f"{kind} model", "style": "points", "colour": "kind:hybrid", "points": pts})
+    axis = time_axis(points)
+    if points:
+        series.append({"label": f"G = {G_TIPPING_POINT}", "style": "line", "colour": "series:8", "dashed": True,
+                       "width": 1, "point_radius": 0,
+                       "points": [{"x": axis["min"], "y": G_TIPPING_POINT}, {"x": axis["max"], "y": G_TIPPING_POINT}]})
+    return {"type": "xy", "x": axis, "y": {"type": "log", "title": "G = query heads / KV heads", "min": 0.8},
+            "series": series}
+
+
+def share_g_over(points: Sequence[TrendPoint]) -> dict:
+    return {
+        "type": "xy",
+        "x": time_axis(points),
+        "y": {"unit": "share", "min": 0, "title": f"share of models with G > {G_TIPPING_POINT}"},
+        "series": [{"label": f"G > {G_TIPPING_POINT}", "colour": "series:6", "style": "line",
+                    "points": _line(points, lambda p: p.share_g_over_16)}],
+    }
+
+
+def kv_per_token(points: Sequence[TrendPoint], by_size: bool = True) -> dict:
+    """Median KV bytes per token (bf16) per period, overall and per parameter-size class
+    (the classes start hidden: the legend shows them one at a time without a tangle)."""
+    series = [{"label": "median, all models", "colour": "series:8", "style": "line", "width": 3,
+               "points": _line(points, lambda p: p.kv_median)}]
+    if by_size:
+        for i, cls in enumerate(c for c in SIZE_CLASSES if c != "unknown"):
+            values = _line(points, lambda p, c=cls: p.kv_by_size[c].kv_median if c in p.kv_by_size else None)
+            if any(v["y"] is not None for v in values):
+                series.append({"label": f"median, {cls} parameters", "colour": f"series:{i + 1}",
+                               "style": "line", "hidden": True, "points": values})
+    return {"type": "xy", "x": time_axis(points),
+            "y": {"type": "log", "unit": "bytes", "title": "KV cache bytes per token (bf16)"}, "series": series}
+
+
+def ridge_points(devices: Iterable[dict]) -> dict:
+    """Ridge point (dense FLOP/s ÷ bytes/s) of each catalogued device against its release date."""
+    series: dict[str, list[dict]] = {}
+    for d in devices:
+        for key, label in (("ridge_bf16", "BF16 dense"), ("ridge_fp8", "FP8 dense")):
+            if d.get(key) and d.get("release_date"):
+                series.setdefault(label, []).append(
+                    {"x": epoch_ms(date.fromisoformat(str(d["release_date"])[:10])), "y": d[key], "name": d["name"]}
+                )
+    return {
+        "type": "xy",
+        "x": {"type": "time", "resolution": "day"},
+        "y": {"type": "log", "unit": "flop_per_byte", "title": "ridge point (FLOP per byte)"},
+        "series": [{"label": label, "style": "points", "colour": f"series:{i + 1}", "point_radius": 4, "points": pts}
+                   for i, (label, pts) in enumerate(series.items())],
+    }
+
+
+def roofline(devices: Sequence[dict], marks: Sequence[dict], shown: int = 4) -> dict:
+    """Attainable FLOP/s against arithmetic intensity: one roof per device (bandwidth slope,
+    then the flat compute peak), and the model's decode attention as points on each shown roof.
+
+    ``devices``: ``{"name", "bandwidth", "peak_flops"}``; ``marks``: ``{"label", "ai"}`` (FLOP/byte).
+    Only the first ``shown`` devices are drawn at first; the legend toggles the rest.
+    """
+    ais = [m["ai"] for m in marks if m.get("ai")] + [d["peak_flops"] / d["bandwidth"] for d in devices]
+    lo = min([0.25] + [a / 4 for a in ais])
+    hi = max([4096.0] + [a * 4 for a in ais])
+    series = []
+    for i, d in enumerate(devices):
+        ridge = d["peak_flops"] / d["bandwidth"]
+        series.append({
+            "label": d["name"], "style": "line", "colour": f"series:{i % 8 + 1}", "point_radius": 0,
+            "hidden": i >= shown,
+            "points": [{"x": lo, "y": lo * d["bandwidth"]}, {"x": ridge, "y": d["peak_flops"]},
+                       {"x": hi, "y": d["peak_flops"]}],
+        })
+    for j, m in enumerate(marks):
+        if not m.get("ai"):
+            continue
+        series.append({
+            "label": m["label"], "style": "points", "colour": "kind:MHA" if m.get("counterfactual") else "kind:GQA",
+            "point_radius": 5,
+            "points": [{"x": m["ai"], "y": min(d["peak_flops"], m["ai"] * d["bandwidth"]), "name": f"{m['label']} on {d['name']}"}
+                       for d in devices[:shown]],
+        })
+    return {"type": "xy", "x": {"type": "log", "unit": "flop_per_byte", "title": "arithmetic intensity (FLOP per byte)"},
+            "y": {"type": "log", "unit": "flops", "title": "attainable FLOP/s"}, "series": series}

@@ -1,0 +1,305 @@
+// Draws every chart on a page from data the server embedded as JSON.
+//
+// Markup contract (templates/_chart.html):
+//   <canvas data-chart="ID">  +  <script type="application/json" id="ID">{spec}</script>
+// The spec holds data only; how it looks lives here. Two chart types:
+//   "share": stacked bars, one per period, one segment per series (fractions 0..1).
+//   "xy":    lines, points and bands over a time, linear or log x axis.
+// Colours are read from the stylesheet's custom properties (Okabe–Ito palette), so the
+// CSS is the one place that says which colour an attention kind has.
+(function () {
+  "use strict";
+
+  if (typeof window.Chart === "undefined") {
+    return; // the vendored library failed to load; the tables under the charts remain
+  }
+
+  var css = getComputedStyle(document.documentElement);
+
+  function colour(key, index) {
+    var name = key ? "--" + String(key).replace(":", "-") : "--series-" + ((index % 8) + 1);
+    var value = css.getPropertyValue(name).trim();
+    if (!value) {
+      value = css.getPropertyValue("--series-" + ((index % 8) + 1)).trim() || "#0072B2";
+    }
+    return value;
+  }
+
+  function alpha(hex, a) {
+    var h = hex.replace("#", "");
+    if (h.length === 3) {
+      h = h[0] + h[0] + h[1] + h[1] + h[2] + h[2];
+    }
+    var n = parseInt(h, 16);
+    return "rgba(" + ((n >> 16) & 255) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + a + ")";
+  }
+
+  // ---- number formatting (units are stated, never implied) -----------------------
+
+  function sig(v, digits) {
+    if (v === 0) return "0";
+    var a = Math.abs(v);
+    if (a >= 1000 || Number.isInteger(v)) return Math.round(v).toLocaleString("en-US");
+    return Number(v.toPrecision(digits || 3)).toString();
+  }
+
+  function scaled(v, units) {
+    // units: [[threshold, divisor, suffix], ...] from largest to smallest
+    for (var i = 0; i < units.length; i++) {
+      if (Math.abs(v) >= units[i][0]) return sig(v / units[i][1], 3) + " " + units[i][2];
+    }
+    return sig(v, 3) + " " + units[units.length - 1][2].replace(/^[kMGTPE]/, "");
+  }
+
+  var BYTES = [[1e15, 1e15, "PB"], [1e12, 1e12, "TB"], [1e9, 1e9, "GB"], [1e6, 1e6, "MB"], [1e3, 1e3, "kB"], [0, 1, "B"]];
+  var FLOPS = [[1e15, 1e15, "PFLOP/s"], [1e12, 1e12, "TFLOP/s"], [1e9, 1e9, "GFLOP/s"], [0, 1, "FLOP/s"]];
+
+  function formatter(unit) {
+    switch (unit) {
+      case "share":
+        return function (v) { return sig(v * 100, 3) + "%"; };
+      case "bytes":
+        return function (v) { return scaled(v, BYTES); };
+      case "flops":
+        return function (v) { return scaled(v, FLOPS); };
+      case "flop_per_byte":
+        return function (v) { return sig(v, 3) + " FLOP/B"; };
+      case "seconds":
+        return function (v) {
+          if (v >= 1) return sig(v, 3) + " s";
+          if (v >= 1e-3) return sig(v * 1e3, 3) + " ms";
+          return sig(v * 1e6, 3) + " µs";
+        };
+      default:
+        return function (v) { return sig(v, 3); };
+    }
+  }
+
+  function monthLabel(ms) {
+    var d = new Date(ms);
+    var m = d.getUTCMonth() + 1;
+    return d.getUTCFullYear() + "-" + (m < 10 ? "0" : "") + m;
+  }
+
+  function dayLabel(ms) {
+    return new Date(ms).toISOString().slice(0, 10);
+  }
+
+  // Ticks on 1 January of each year (or every other year over long spans), not on
+  // whatever round millisecond count a linear scale would pick.
+  function yearTicks(scale) {
+    var first = new Date(scale.min).getUTCFullYear();
+    var last = new Date(scale.max).getUTCFullYear();
+    var step = last - first > 10 ? 2 : 1;
+    var ticks = [];
+    for (var y = first; y <= last + 1; y += step) {
+      var t = Date.UTC(y, 0, 1);
+      if (t >= scale.min && t <= scale.max) ticks.push({ value: t });
+    }
+    if (ticks.length < 2) {
+      // short spans: quarters
+      for (var q = Date.UTC(first, 0, 1); q <= scale.max; ) {
+        var d = new Date(q);
+        if (q >= scale.min) ticks.push({ value: q });
+        q = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 3, 1);
+      }
+    }
+    scale.ticks = ticks;
+  }
+
+  function axis(spec, which) {
+    spec = spec || {};
+    var kind = spec.type || "linear";
+    var out = {
+      type: kind === "log" ? "logarithmic" : "linear",
+      title: { display: !!spec.title, text: spec.title || "" },
+      grid: { color: "rgba(0,0,0,0.07)" },
+      ticks: {},
+    };
+    if (spec.min !== undefined && spec.min !== null) out.min = spec.min;
+    if (spec.max !== undefined && spec.max !== null) out.max = spec.max;
+    if (kind === "time") {
+      out.afterBuildTicks = yearTicks;
+      out.ticks.callback = function (v) { return monthLabel(v).slice(0, 4) + (new Date(v).getUTCMonth() ? "-" + monthLabel(v).slice(5) : ""); };
+      out.ticks.autoSkip = false;
+      out.ticks.maxRotation = 0;
+    } else {
+      var f = formatter(spec.unit);
+      out.ticks.callback = function (v) {
+        if (out.type === "logarithmic") {
+          // label only 1-2-5 steps on log axes
+          var m = v / Math.pow(10, Math.floor(Math.log10(v) + 1e-9));
+          if (Math.abs(m - 1) > 1e-6 && Math.abs(m - 2) > 1e-6 && Math.abs(m - 5) > 1e-6) return "";
+        }
+        return f(v);
+      };
+    }
+    if (which === "x") out.ticks.maxTicksLimit = 12;
+    return out;
+  }
+
+  function xLabel(spec, v) {
+    if (!spec || spec.type === "time") return spec && spec.resolution === "day" ? dayLabel(v) : monthLabel(v);
+    return formatter(spec.unit)(v);
+  }
+
+  // ---- chart builders ---------------------------------------------------------------
+
+  function shareChart(spec) {
+    var pct = formatter("share");
+    return {
+      type: "bar",
+      data: {
+        labels: spec.labels,
+        datasets: spec.series.map(function (s, i) {
+          var c = colour(s.colour, i);
+          return {
+            label: s.label,
+            data: s.values,
+            backgroundColor: c,
+            borderColor: "#ffffff",
+            borderWidth: 0.5,
+            stack: "share",
+          };
+        }),
+      },
+      options: {
+        scales: {
+          x: { stacked: true, grid: { display: false }, ticks: { autoSkip: true, maxRotation: 0 } },
+          y: Object.assign(axis({ unit: "share", title: spec.y_title }, "y"), { stacked: true, min: 0, max: 1 }),
+        },
+        plugins: {
+          tooltip: {
+            mode: "index",
+            callbacks: {
+              label: function (ctx) { return ctx.dataset.label + ": " + pct(ctx.parsed.y); },
+              footer: function (items) {
+                var i = items.length ? items[0].dataIndex : -1;
+                return i >= 0 && spec.counts ? "models: " + spec.counts[i].toLocaleString("en-US") : "";
+              },
+            },
+          },
+        },
+      },
+    };
+  }
+
+  function xyChart(spec) {
+    var yf = formatter(spec.y && spec.y.unit);
+    var datasets = spec.series.map(function (s, i) {
+      var c = colour(s.colour, i);
+      var line = s.style !== "points";
+      var ds = {
+        label: s.label,
+        data: s.points,
+        showLine: line,
+        borderColor: s.style === "band" ? alpha(c, 0.0) : c,
+        backgroundColor: s.style === "band" ? alpha(c, 0.18) : alpha(c, s.style === "points" ? 0.55 : 1),
+        pointRadius: line ? (s.point_radius === undefined ? 2 : s.point_radius) : (s.point_radius || 3),
+        pointHoverRadius: 5,
+        borderWidth: s.style === "band" ? 0 : (s.width || 2),
+        borderDash: s.dashed ? [6, 4] : [],
+        fill: s.fill_to === undefined || s.fill_to === null ? false : s.fill_to,
+        hidden: !!s.hidden,
+        tension: 0,
+        spanGaps: false, // an empty period is a gap, not a straight line across it
+        order: s.style === "points" ? 0 : 1,
+      };
+      if (!line) {
+        ds.pointBorderColor = alpha(c, 0.9);
+        ds.pointBorderWidth = 1;
+      }
+      if (s.style === "band") {
+        ds.pointRadius = 0;
+        ds.pointHoverRadius = 0;
+      }
+      return ds;
+    });
+    return {
+      type: "scatter",
+      data: { datasets: datasets },
+      options: {
+        scales: { x: axis(spec.x, "x"), y: axis(spec.y, "y") },
+        plugins: {
+          legend: {
+            labels: {
+              // bands are explained by the series they surround; keep the legend short
+              filter: function (item, data) { return !data.datasets[item.datasetIndex].label.startsWith("_"); },
+            },
+          },
+          tooltip: {
+            callbacks: {
+              title: function (items) {
+                if (!items.length) return "";
+                var raw = items[0].raw || {};
+                return raw.name ? raw.name : xLabel(spec.x, items[0].parsed.x);
+              },
+              label: function (ctx) {
+                var raw = ctx.raw || {};
+                var label = ctx.dataset.label.replace(/^_/, "");
+                var text = label + ": " + yf(ctx.parsed.y);
+                if (raw.name) text += " (" + xLabel(spec.x, ctx.parsed.x) + ")";
+                return text;
+              },
+            },
+          },
+        },
+      },
+    };
+  }
+
+  var BUILDERS = { share: shareChart, xy: xyChart };
+
+  function render(canvas) {
+    var id = canvas.getAttribute("data-chart");
+    var holder = document.getElementById(id);
+    if (!holder) {
+      console.error("chart data block missing: " + id);
+      return;
+    }
+    var spec = JSON.parse(holder.textContent);
+    var build = BUILDERS[spec.type];
+    if (!build) {
+      console.error("unknown chart type: " + spec.type);
+      return;
+    }
+    var config = build(spec);
+    config.options = Object.assign(
+      {
+        responsive: true,
+        maintainAspectRatio: false,
+        animation: false,
+        interaction: { mode: "nearest", intersect: false },
+      },
+      config.options
+    );
+    config.options.plugins = Object.assign(
+      { legend: { position: "bottom", labels: { boxWidth: 12 } } },
+      config.options.plugins || {}
+    );
+    if (config.options.plugins.legend && !config.options.plugins.legend.position) {
+      config.options.plugins.legend.position = "bottom";
+      config.options.plugins.legend.labels = Object.assign({ boxWidth: 12 }, config.options.plugins.legend.labels);
+    }
+    new window.Chart(canvas, config);
+    canvas.setAttribute("data-rendered", "1");
+    // the chart now carries the data; fold its table away (it stays one click away)
+    var figure = canvas.closest("figure");
+    var details = figure && figure.querySelector("details.chart-data");
+    if (details) details.open = false;
+  }
+
+  document.querySelectorAll("canvas[data-chart]").forEach(function (canvas) {
+    try {
+      render(canvas);
+    } catch (err) {
+      console.error("chart " + canvas.getAttribute("data-chart") + " failed: " + err);
+    }
+  });
+
+  // Controls forms (trends population/weighting) apply on change; the submit button
+  // stays for readers without scripts.
+  document.querySelectorAll("form[data-autosubmit] select").forEach(function (el) {
+    el.addEventListener("change", function () { el.form.requestSubmit ? el.form.requestSubmit() : el.form.submit(); });
+  });
+})();

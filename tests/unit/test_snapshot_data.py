@@ -1,0 +1,336 @@
+"""The bundled snapshot's data: coverage, provenance, and the geometry each entry parses to."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections import Counter
+
+import pytest
+
+from observatory.geometry import parse_config_text, parse_geometry
+from observatory.repo_ids import is_valid_repo_id
+from observatory.snapshot import (
+    CONFIGS_DIR,
+    SHA_PREFIX,
+    SNAPSHOT_PATH,
+    SnapshotError,
+    load_entries,
+    reconstructed_text,
+)
+
+RAW = json.loads(SNAPSHOT_PATH.read_text(encoding="utf-8"))["models"]
+ENTRIES = load_entries()
+BY_ID = {entry.id: entry for entry in ENTRIES}
+BY_RAW = {raw["id"]: raw for raw in RAW}
+GEOMETRY = {entry.id: parse_geometry(parse_config_text(entry.raw_text)) for entry in ENTRIES}
+
+# The notable models the snapshot promises, by real Hub id: one or more per family the issue names.
+REQUIRED_IDS = [
+    # 2019-2022
+    "openai-community/gpt2", "openai-community/gpt2-xl", "EleutherAI/gpt-j-6b", "EleutherAI/gpt-neox-20b",
+    "facebook/opt-1.3b", "facebook/opt-30b", "bigscience/bloom",
+    # Falcon, Llama 1 and 2, Code Llama
+    "tiiuae/falcon-7b", "tiiuae/falcon-40b", "tiiuae/falcon-180B",
+    "huggyllama/llama-7b", "huggyllama/llama-13b", "huggyllama/llama-30b", "huggyllama/llama-65b",
+    "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-13b-hf", "meta-llama/Llama-2-70b-hf",
+    "codellama/CodeLlama-7b-hf", "codellama/CodeLlama-34b-Instruct-hf",
+    # Llama 3.x and 4
+    "meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-70B", "meta-llama/Llama-3.1-8B",
+    "meta-llama/Llama-3.1-405B", "meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.3-70B-Instruct",
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct", "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+    # Mistral
+    "mistralai/Mistral-7B-v0.1", "mistralai/Mixtral-8x7B-v0.1", "mistralai/Mixtral-8x22B-Instruct-v0.1",
+    "mistralai/Mistral-Nemo-Base-2407", "mistralai/Mistral-Small-24B-Base-2501",
+    "mistralai/Mistral-Large-Instruct-2407",
+    # Qwen 1 .. 3.5
+    "Qwen/Qwen-7B", "Qwen/Qwen-72B", "Qwen/Qwen1.5-7B", "Qwen/Qwen2-7B", "Qwen/Qwen2.5-7B-Instruct",
+    "Qwen/Qwen3-32B", "Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3.5-397B-A17B",
+    "Qwen/Qwen3.5-9B",
+    # Gemma, Phi
+    "google/gemma-2b", "google/gemma-7b", "google/gemma-2-9b", "google/gemma-3-1b-it", "google/gemma-3-27b-it",
+    "microsoft/phi-2", "microsoft/Phi-3-mini-128k-instruct", "microsoft/Phi-3.5-mini-instruct", "microsoft/phi-4",
+    # DeepSeek, Kimi
+    "deepseek-ai/deepseek-llm-7b-base", "deepseek-ai/deepseek-llm-67b-base", "deepseek-ai/DeepSeek-V2",
+    "deepseek-ai/DeepSeek-V2-Lite", "deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1",
+    "moonshotai/Kimi-K2-Instruct",
+    # GLM, MiniCPM, Yi, Cohere, gpt-oss, OLMo
+    "THUDM/chatglm2-6b", "THUDM/chatglm3-6b", "THUDM/glm-4-9b", "zai-org/GLM-4.5", "zai-org/GLM-4.7-FP8",
+    "openbmb/MiniCPM-V", "openbmb/MiniCPM3-4B", "01-ai/Yi-6B", "01-ai/Yi-34B",
+    "CohereLabs/c4ai-command-r-v01", "CohereLabs/c4ai-command-r-plus",
+    "openai/gpt-oss-20b", "openai/gpt-oss-120b",
+    "allenai/OLMo-7B-hf", "allenai/OLMo-2-1124-7B", "allenai/Olmo-3.1-32B-Instruct",
+    # Hybrids
+    "ai21labs/Jamba-v0.1", "nvidia/Nemotron-H-8B-Base-8K", "LiquidAI/LFM2-1.2B", "MiniMaxAI/MiniMax-Text-01",
+]
+
+# Published geometry of reconstructed entries (and a few verbatim anchors):
+# id -> (kind, H, K, head_dim, kv_layers, KV elements per token over all KV layers)
+KNOWN = {
+    "openai-community/gpt2": ("MHA", 12, 12, 64, 12, 2 * 12 * 64 * 12),
+    "bigscience/bloom": ("MHA", 112, 112, 128, 70, 2 * 112 * 128 * 70),
+    "huggyllama/llama-65b": ("MHA", 64, 64, 128, 80, 2 * 64 * 128 * 80),
+    "tiiuae/falcon-7b": ("MQA", 71, 1, 64, 32, 2 * 1 * 64 * 32),
+    "tiiuae/falcon-40b": ("GQA", 128, 8, 64, 60, 2 * 8 * 64 * 60),
+    "bigcode/starcoder": ("MQA", 48, 1, 128, 40, 2 * 1 * 128 * 40),
+    "THUDM/chatglm2-6b": ("GQA", 32, 2, 128, 28, 2 * 2 * 128 * 28),
+    "meta-llama/Llama-2-13b-hf": ("MHA", 40, 40, 128, 40, 2 * 40 * 128 * 40),
+    "meta-llama/Llama-2-70b-hf": ("GQA", 64, 8, 128, 80, 163_840),
+    "mistralai/Mistral-7B-v0.1": ("GQA", 32, 8, 128, 32, 2 * 8 * 128 * 32),
+    "deepseek-ai/deepseek-llm-67b-base": ("GQA", 64, 8, 128, 95, 2 * 8 * 128 * 95),
+    "google/gemma-2b": ("MQA", 8, 1, 256, 18, 2 * 1 * 256 * 18),
+    "google/gemma-2-27b": ("GQA", 32, 16, 128, 46, 2 * 16 * 128 * 46),
+    "databricks/dbrx-base": ("GQA", 48, 8, 128, 40, 2 * 8 * 128 * 40),
+    "CohereLabs/c4ai-command-r-v01": ("MHA", 64, 64, 128, 40, 2 * 64 * 128 * 40),
+    "mistralai/Mistral-Nemo-Base-2407": ("GQA", 32, 8, 128, 40, 2 * 8 * 128 * 40),
+    "meta-llama/Llama-3.1-405B": ("GQA", 128, 8, 128, 126, 2 * 8 * 128 * 126),
+    "meta-llama/Llama-3.2-11B-Vision": ("GQA", 32, 8, 128, 32, 2 * 8 * 128 * 32),
+    "deepseek-ai/DeepSeek-V2": ("MLA", 128, 128, 192, 60, (512 + 64) * 60),
+    "deepseek-ai/DeepSeek-V2-Lite": ("MLA", 16, 16, 192, 27, (512 + 64) * 27),
+    "deepseek-ai/DeepSeek-V3": ("MLA", 128, 128, 192, 61, 576 * 61),
+    "openbmb/MiniCPM3-4B": ("MLA", 40, 40, 96, 62, (256 + 32) * 62),
+    "zai-org/GLM-5": ("MLA", 64, 64, 256, 78, 44_928),
+    "ai21labs/Jamba-v0.1": ("GQA", 32, 8, 128, 4, 2 * 8 * 128 * 4),
+    "MiniMaxAI/MiniMax-Text-01": ("GQA", 64, 8, 128, 10, 2 * 8 * 128 * 10),
+    "nvidia/Nemotron-H-8B-Base-8K": ("GQA", 32, 8, 128, 4, 2 * 8 * 128 * 4),
+    "LiquidAI/LFM2-1.2B": ("GQA", 32, 8, 64, 6, 2 * 8 * 64 * 6),
+    "Qwen/Qwen3-Next-80B-A3B-Instruct": ("GQA", 16, 2, 256, 12, 2 * 2 * 256 * 12),
+    "Qwen/Qwen3-0.6B": ("GQA", 16, 8, 128, 28, 2 * 8 * 128 * 28),
+    "zai-org/GLM-4.5": ("GQA", 96, 8, 128, 92, 2 * 8 * 128 * 92),
+    "openai/gpt-oss-120b": ("GQA", 64, 8, 64, 36, 2 * 8 * 64 * 36),
+    "MiniMaxAI/MiniMax-M2": ("GQA", 48, 8, 128, 62, 2 * 8 * 128 * 62),
+    "tiiuae/falcon-mamba-7b": ("none", None, None, None, 0, 0),
+}
+
+
+def test_at_least_80_models_every_year_2019_to_2026():
+    assert len(ENTRIES) >= 80
+    years = Counter(entry.release_date.year for entry in ENTRIES)
+    assert set(range(2019, 2027)) <= set(years), years
+    assert max(years) <= 2026
+
+
+@pytest.mark.parametrize("model_id", REQUIRED_IDS)
+def test_required_model_present(model_id):
+    assert model_id in BY_ID
+
+
+def test_ids_valid_and_unique_in_the_file():
+    ids = [raw["id"] for raw in RAW]
+    assert len(ids) == len(set(ids))
+    assert len({i.lower() for i in ids}) == len(ids), "ids differing only in case"
+    assert all(is_valid_repo_id(i) and "/" in i for i in ids)
+
+
+def test_provenance_matches_what_the_entry_holds():
+    for raw in RAW:
+        if raw["provenance"] == "verbatim":
+            assert "config_file" in raw and "config" not in raw, raw["id"]
+        else:
+            assert raw["provenance"] == "reconstructed", raw["id"]
+            assert "config" in raw and "config_file" not in raw, raw["id"]
+            # Published geometry points at where it was published, not at a vendored copy.
+            assert raw["source"].startswith(("https://huggingface.co/", "https://arxiv.org/")), raw["id"]
+
+
+def test_reconstructed_entries_are_not_copies_of_real_files():
+    real_texts = {path.read_bytes().decode("utf-8") for path in CONFIGS_DIR.glob("*.json")}
+    for entry in ENTRIES:
+        if entry.provenance == "reconstructed":
+            assert entry.raw_text not in real_texts, entry.id
+            assert entry.raw_text == reconstructed_text(BY_RAW[entry.id]["config"])
+
+
+
+def test_verbatim_entries_name_bundled_files_with_their_manifest_source():
+    with (CONFIGS_DIR / "MANIFEST.tsv").open(encoding="utf-8", newline="") as fh:
+        manifest = {row["file"]: row for row in csv.DictReader(fh, delimiter="\t")}
+    verbatim = [entry for entry in ENTRIES if entry.provenance == "verbatim"]
+    assert len(verbatim) >= 40
+    for entry in verbatim:
+        row = manifest[entry.config_file]
+        assert entry.source == f"https://github.com/{row['source_repo']}/blob/HEAD/{row['source_path']}"
+        assert entry.raw_text == (CONFIGS_DIR / entry.config_file).read_bytes().decode("utf-8")
+        assert BY_RAW[entry.id].get("copy", "verbatim") == row["copy"]
+        # The manifest's model id may carry a remark in parentheses (the checkpoint the copy came from).
+        assert entry.id == re.split(r"\s*\(", row["model_id"])[0] or entry.id in row["model_id"]
+
+
+def test_verbatim_text_is_byte_exact_including_crlf():
+    assert "\r\n" in BY_ID["microsoft/phi-4"].raw_text
+
+
+def test_abridged_fixture_is_not_in_the_snapshot():
+    assert not any(entry.config_file and entry.config_file.startswith("ollama-fixture") for entry in ENTRIES)
+
+
+def test_every_entry_parses_to_a_geometry():
+    assert set(GEOMETRY) == set(BY_ID)
+    for model_id, geom in GEOMETRY.items():
+        if geom.attention_kind != "none":
+            assert geom.kv_elements_per_token > 0, model_id
+            assert geom.kv_layers > 0, model_id
+
+
+def test_every_attention_kind_is_well_represented():
+    kinds = Counter(geom.attention_kind for geom in GEOMETRY.values())
+    assert kinds["MHA"] >= 20
+    assert kinds["GQA"] >= 40
+    assert kinds["MQA"] >= 4
+    assert kinds["MLA"] >= 8
+    assert kinds["none"] >= 1
+    assert sum(geom.is_hybrid for geom in GEOMETRY.values()) >= 8
+
+
+@pytest.mark.parametrize("model_id", sorted(KNOWN))
+def test_published_geometry(model_id):
+    geom = GEOMETRY[model_id]
+    got = (geom.attention_kind, geom.num_query_heads, geom.num_kv_heads, geom.head_dim, geom.kv_layers,
+           geom.kv_elements_per_token)
+    assert got == KNOWN[model_id]
+
+
+def test_sliding_and_chunked_schedules_survive_reconstruction():
+    assert GEOMETRY["openai/gpt-oss-20b"].sliding_window == 128
+    assert GEOMETRY["openai/gpt-oss-20b"].sliding_layers == 12
+    assert GEOMETRY["google/gemma-3-1b-it"].sliding_layers == 26 - 26 // 6
+    assert GEOMETRY["meta-llama/Llama-4-Maverick-17B-128E-Instruct"].chunked
+
+
+def test_dates_and_confidence():
+    for entry in ENTRIES:
+        assert entry.release_date_confidence in ("high", "medium", "low")
+        assert entry.created_at.tzinfo is not None and entry.created_at.hour == 0
+    assert BY_ID["meta-llama/Llama-2-70b-hf"].release_date.isoformat() == "2023-07-18"
+    assert BY_ID["deepseek-ai/DeepSeek-V3"].release_date.isoformat() == "2024-12-26"
+
+
+def test_no_download_counts_in_the_data():
+    assert not any("downloads" in raw or "likes" in raw for raw in RAW)
+
+
+def test_revision_sha_tracks_the_text(tmp_path):
+    entry = BY_ID["openai-community/gpt2"]
+    assert entry.sha.startswith(SHA_PREFIX) and len(entry.sha) <= 64  # fits ConfigRevision.sha
+    same = load_entries(_manifest(tmp_path, [{**GOOD, "config": BY_RAW[entry.id]["config"]}]))[0]
+    assert same.sha == entry.sha
+    edited = {**BY_RAW[entry.id]["config"], "n_layer": 13}
+    assert load_entries(_manifest(tmp_path, [{**GOOD, "config": edited}]))[0].sha != entry.sha
+
+
+# --------------------------------------------------------------------------- bad manifests
+
+
+def _manifest(tmp_path, models, version=1, files=None):
+    (tmp_path / "configs").mkdir(exist_ok=True)
+    for name, data in (files or {}).items():
+        (tmp_path / "configs" / name).write_bytes(data)
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps({"snapshot_version": version, "models": models}), encoding="utf-8")
+    return path
+
+
+GOOD = {
+    "id": "org/model",
+    "family": "Test",
+    "release_date": "2024-01-02",
+    "release_date_confidence": "high",
+    "num_parameters": 1000,
+    "provenance": "reconstructed",
+    "source": "https://huggingface.co/org/model/blob/main/config.json",
+    "config": {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2},
+}
+
+
+def test_good_minimal_manifest_loads(tmp_path):
+    (entry,) = load_entries(_manifest(tmp_path, [GOOD]))
+    assert entry.id == "org/model" and entry.pipeline_tag == "text-generation"
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"id": "org/../etc"}, "not a valid Hub repo id"),
+        ({"id": 5}, "repo id must be a string"),
+        ({"release_date": "2024-13-01"}, "not a real YYYY-MM-DD date"),
+        ({"release_date": "2024-1-1"}, "YYYY-MM-DD"),
+        ({"release_date_confidence": "sure"}, "release_date_confidence must be one of"),
+        ({"num_parameters": -1}, "num_parameters must be a positive integer"),
+        ({"num_parameters": True}, "num_parameters must be a positive integer"),
+        ({"provenance": "verbatim"}, "cannot be marked verbatim"),
+        ({"provenance": "guessed"}, "provenance must be one of"),
+        ({"config": {}}, "config must be a non-empty JSON object"),
+        ({"config": [1, 2]}, "config must be a non-empty JSON object"),
+        ({"config_file": "a.json"}, "exactly one of config_file"),
+        ({"downloads": 5}, "unknown key(s) downloads"),
+        ({"source": ""}, "source must be a non-empty string"),
+        ({"source": "x" * 501}, "source longer than 500"),
+        ({"family": None}, "family must be a non-empty string"),
+    ],
+)
+def test_bad_entry_is_refused_with_a_clear_message(tmp_path, change, message):
+    with pytest.raises(SnapshotError, match="models\\[0\\]") as info:
+        load_entries(_manifest(tmp_path, [{**GOOD, **change}]))
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_required_keys(tmp_path):
+    bad = {k: v for k, v in GOOD.items() if k not in ("release_date", "source")}
+    with pytest.raises(SnapshotError, match="missing release_date, source"):
+        load_entries(_manifest(tmp_path, [bad]))
+
+
+@pytest.mark.parametrize(
+    "name, files, message",
+    [
+        ("../snapshot.json", {}, "bare \\*\\.json file name"),
+        ("sub/x.json", {}, "bare \\*\\.json file name"),
+        ("x.txt", {}, "bare \\*\\.json file name"),
+        ("missing.json", {}, "config_file missing.json not found"),
+        ("latin1.json", {"latin1.json": b'{"n\xe9": 1}'}, "not UTF-8"),
+    ],
+)
+def test_bad_config_file(tmp_path, name, files, message):
+    entry = {k: v for k, v in GOOD.items() if k != "config"} | {"provenance": "verbatim", "config_file": name}
+    with pytest.raises(SnapshotError, match=message):
+        load_entries(_manifest(tmp_path, [entry], files=files))
+
+
+def test_config_file_marked_reconstructed_is_refused(tmp_path):
+    entry = {k: v for k, v in GOOD.items() if k != "config"} | {"config_file": "a.json"}
+    with pytest.raises(SnapshotError, match="real files: mark them verbatim"):
+        load_entries(_manifest(tmp_path, [entry], files={"a.json": b"{}"}))
+
+
+def test_duplicate_ids_refused(tmp_path):
+    with pytest.raises(SnapshotError, match="duplicate id"):
+        load_entries(_manifest(tmp_path, [GOOD, GOOD]))
+
+
+def test_every_problem_is_counted(tmp_path):
+    bad = [{**GOOD, "id": f"org/m{i}", "release_date": "never"} for i in range(7)]
+    with pytest.raises(SnapshotError, match="7 bad entries: .*; and 2 more"):
+        load_entries(_manifest(tmp_path, bad))
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "must be a JSON object with a 'models' list"),
+        ('{"snapshot_version": 1}', "must be a JSON object with a 'models' list"),
+        ('{"snapshot_version": 2, "models": []}', "snapshot_version 2"),
+    ],
+)
+def test_bad_manifest_document(tmp_path, text, message):
+    path = tmp_path / "snapshot.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SnapshotError, match=message):
+        load_entries(path)
+
+
+def test_missing_manifest(tmp_path):
+    with pytest.raises(SnapshotError, match="cannot read snapshot"):
+        load_entries(tmp_path / "nope.json")
