@@ -40,19 +40,19 @@ out of the loads, so whatever the cache holds there (even NaN) never reaches the
 
 from __future__ import annotations
 
-import functools
 import math
-import os
 
 import torch
 import triton
 import triton.language as tl
+from triton.runtime.interpreter import InterpretedFunction
 
 LOG2E = 1.4426950408889634
 MAX_BLOCK_G = 64  # larger groups (G > 64) are served by several programs per KV head
 MIN_SPLIT_TOKENS = 256  # a split shorter than this costs more in stage 2 than it gains in parallelism
 
 
+@triton.jit
 def _split_kv_stage1(
     Q, K_cache, V_cache, Seqlens, Block_table, Mid_O, Mid_LSE,
     scale_log2, split_len,
@@ -124,12 +124,14 @@ def _split_kv_stage1(
     tl.store(Mid_LSE + seq * stride_mlb + heads * stride_mlh + split, lse, mask=g_mask)
 
 
+@triton.jit
 def _merge_stage2(
     Mid_O, Mid_LSE, Out, Lse,
     num_splits,
     stride_mob, stride_moh, stride_mos,
     stride_mlb, stride_mlh,
     stride_ob, stride_oh,
+    stride_lb, stride_lh,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
     seq = tl.program_id(0).to(tl.int64)
@@ -153,22 +155,79 @@ def _merge_stage2(
     out = acc / tl.where(nonempty, total, 1.0)
     tl.store(Out + seq * stride_ob + head * stride_oh + offs_d, out.to(Out.dtype.element_ty), mask=d_mask)
     lse_out = tl.where(nonempty, (m + tl.log2(tl.where(nonempty, total, 1.0))) * 0.6931471805599453, float("-inf"))
-    tl.store(Lse + seq * stride_mlb // stride_mlb * 0 + seq * 0 + _lse_offset(seq, head, Lse_stride_b=stride_ob), lse_out) if False else None
+    tl.store(Lse + seq * stride_lb + head * stride_lh, lse_out)
 
 
-@functools.cache
-def _kernels(interpret: bool):
-    """JIT the kernels for the GPU or for Triton's numpy interpreter.
+def interpreting() -> bool:
+    """Whether the kernels were built for Triton's numpy interpreter.
 
-    ``TRITON_INTERPRET`` is read when a function is decorated, so each flavour is decorated with the
-    variable set accordingly; CPU tensors then run in the interpreter without the caller exporting it.
+    Triton reads ``TRITON_INTERPRET`` when a function is decorated, its own ``tl.sum``/``tl.max``
+    helpers included, so the mode is fixed for the process when ``triton`` is first imported.
     """
-    saved = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
-    try:
-        return triton.jit(_split_kv_stage1), triton.jit(_merge_stage2)
-    finally:
-        if saved is None:
-            os.environ.pop("TRITON_INTERPRET", None)
-        else:
-            os.environ["TRITON_INTERPRET"] = saved
+    return isinstance(_split_kv_stage1, InterpretedFunction)
+
+
+def choose_splits(batch: int, programs_per_sequence: int, capacity: int, sm_count: int) -> int:
+    """Splits per sequence so ``batch × programs × splits`` ≳ 2 × SM count, none shorter than MIN_SPLIT_TOKENS.
+
+    Sized from the cache capacity rather than the actual lengths, so no device sync is needed
+    (FlashAttention's heuristic does the same); splits past a sequence's end exit at once.
+    """
+    wanted = math.ceil(2 * sm_count / (batch * programs_per_sequence))
+    return max(1, min(wanted, math.ceil(capacity / MIN_SPLIT_TOKENS)))
+
+
+def gqa_decode_triton(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, *, num_splits=None,
+                      block_n=None, num_warps=None, num_stages=None):
+    """Return ``(out, lse)``; inputs already checked by ``kernels.api.check_inputs``.
+
+    ``block_n``/``num_warps``/``num_stages`` override the launch configuration (for tuning runs).
+    """
+    interpret = interpreting()
+    if q.device.type != "cuda" and not interpret:
+        raise ValueError("the Triton kernel runs on CPU tensors only in Triton's interpreter: "
+                         "set TRITON_INTERPRET=1 before triton is first imported")
+    b, H, d = q.shape
+    K, G = shape.num_kv_heads, shape.group_size
+    block_g = min(MAX_BLOCK_G, max(16, triton.next_power_of_2(G)))
+    g_slices = triton.cdiv(G, block_g)
+    block_d = max(16, triton.next_power_of_2(d))
+    if block_n is None:
+        block_n = 64 if block_d <= 128 else 32
+    if num_splits is None:
+        sm_count = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 2
+        num_splits = choose_splits(b, K * g_slices, shape.capacity, sm_count)
+    split_len = triton.cdiv(triton.cdiv(shape.capacity, num_splits), block_n) * block_n
+    num_splits = max(1, triton.cdiv(shape.capacity, split_len))
+
+    mid_o = torch.empty(b, H, num_splits, d, dtype=torch.float32, device=q.device)
+    mid_lse = torch.empty(b, H, num_splits, dtype=torch.float32, device=q.device)
+    out = torch.empty_like(q)
+    lse = torch.empty(b, H, dtype=torch.float32, device=q.device)
+    if block_table is None:
+        block_table_arg, stride_bt, page_size = cache_seqlens, 0, 1  # unused: PAGED is False
+    else:
+        block_table_arg, stride_bt, page_size = block_table, block_table.stride(0), k_cache.shape[1]
+    launch = {} if interpret else {"num_warps": num_warps or 4, "num_stages": num_stages or 2}
+
+    _split_kv_stage1[(b, K * g_slices, num_splits)](
+        q, k_cache, v_cache, cache_seqlens, block_table_arg, mid_o, mid_lse,
+        scale * LOG2E, split_len,
+        q.stride(0), q.stride(1),
+        k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+        v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+        stride_bt,
+        mid_o.stride(0), mid_o.stride(1), mid_o.stride(2),
+        mid_lse.stride(0), mid_lse.stride(1),
+        GROUP=G, G_SLICES=g_slices, HEAD_DIM=d, BLOCK_G=block_g, BLOCK_D=block_d, BLOCK_N=block_n,
+        PAGED=block_table is not None, PAGE_SIZE=page_size, IEEE_FP32=q.dtype == torch.float32,
+        **launch)
+    _merge_stage2[(b, H)](
+        mid_o, mid_lse, out, lse, num_splits,
+        mid_o.stride(0), mid_o.stride(1), mid_o.stride(2),
+        mid_lse.stride(0), mid_lse.stride(1),
+        out.stride(0), out.stride(1),
+        lse.stride(0), lse.stride(1),
+        HEAD_DIM=d, BLOCK_D=block_d,
+        **({} if interpret else {"num_warps": 4}))
+    return out, lse

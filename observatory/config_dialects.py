@@ -264,7 +264,8 @@ def fit_to_layers(kinds: list[Any], n_layers: int, path: str, warnings: list[str
 def explicit_schedule(sec: Section, n_layers: int) -> tuple[list[str], str] | None:
     """Per-layer kinds from a schedule the config spells out, or None if it spells none out."""
     w = sec.warnings
-    for key in ("layer_types", "layers_block_type", "block_types"):
+    # GPT-Neo spells its global/local alternation as attention_layers.
+    for key in ("layer_types", "layers_block_type", "block_types", "attention_layers"):
         value = sec.raw(key)
         if isinstance(value, list) and value:
             kinds = [layer_kind(v, f"{sec.path(key)}[{i}]", w) for i, v in enumerate(value)]

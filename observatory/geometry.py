@@ -357,6 +357,10 @@ def _windows(sec: Section, kinds: list[str], explicit: str | None, model_type: s
     """Mark sliding and chunked layers in ``kinds``; return (sliding_window, chunk_size)."""
     n, warn = len(kinds), sec.warnings.append
     window = sec.window("sliding_window", "sliding_window")
+    if window is None and (model_type or sec.family) == "gpt_neo":
+        # GPT-Neo's local layers use window_size; GPT-J's early files carry a window_size
+        # too but attend globally, so the key counts only for gpt_neo.
+        window = sec.window("sliding_window", "window_size")
     if window is not None and sec.flag("use_sliding_window") is False:
         warn(f"{sec.path('sliding_window')}={window} is inert (use_sliding_window is false)")
         sec.sources.pop("sliding_window", None)

@@ -17,8 +17,6 @@ from observatory.geometry import PARSER_VERSION, ConfigError, Geometry, parse_co
 from observatory.repo_ids import validate_repo_id
 from observatory.tables import ConfigRevision, GeometryRow, HubModel, utcnow
 
-MAX_CONFIG_BYTES = 2_000_000  # real config.json files are a few KB; anything this big is hostile
-
 
 def upsert_model(session: Session, model_id: str, **fields) -> HubModel:
     """Insert or update a HubModel; only the given fields change."""
@@ -68,8 +66,6 @@ def geometry_row(geom: Geometry, *, revision_id: int, model_id: str) -> Geometry
 
 def derive(raw_text: str) -> tuple[Geometry | None, str | None]:
     """Parse a raw config; return (geometry, None) or (None, one-line error)."""
-    if len(raw_text.encode("utf-8", "surrogatepass")) > MAX_CONFIG_BYTES:
-        return None, f"config.json larger than {MAX_CONFIG_BYTES} bytes"
     try:
         return parse_geometry(parse_config_text(raw_text)), None
     except ConfigError as exc:
@@ -99,7 +95,7 @@ def record_config(
     revision = ConfigRevision(
         model_id=model_id,
         sha=sha,
-        raw_text=raw_text if error is None or not error.startswith("config.json larger") else "",
+        raw_text=raw_text,
         fetched_at=fetched_at or utcnow(),
         provenance=provenance,
         source=source,

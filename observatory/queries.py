@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlmodel import Session
 
-from observatory import kvcache
+from observatory import hardware, kvcache, roofline
 from observatory.geometry import Geometry
 from observatory.ingest import derive
 from observatory.tables import ConfigRevision, GeometryRow, HubModel
@@ -283,7 +283,7 @@ def iter_models(session: Session, params: ModelListParams, max_rows: int | None 
 
 # --- one model ----------------------------------------------------------------------------
 
-KV_CONTEXTS = (4096, 32768, 131072)
+KV_CONTEXTS = roofline.CONTEXTS  # 4k, 32k, 128k
 
 
 class ModelInfo(BaseModel):
@@ -381,14 +381,62 @@ class KVCacheSummary(BaseModel):
     contexts: list[KVCachePoint]
 
 
+class HardwareSource(BaseModel):
+    url: str
+    note: str
+
+
+class HardwareInfo(BaseModel):
+    """One catalogued accelerator (dense throughput only, never sparse figures)."""
+
+    id: str
+    name: str
+    vendor: str
+    kind: str
+    memory_bytes: int
+    memory_note: str
+    bandwidth_bytes_per_s: float
+    bf16_dense_flops: float | None
+    fp8_dense_flops: float | None
+    flops_note: str
+    released: date
+    released_note: str
+    sources: list[HardwareSource]
+
+
+class RooflinePoint(BaseModel):
+    """Decode attention at one (context, batch) on one device, beside its MHA counterfactual."""
+
+    context: int
+    batch: int
+    kv_bytes: int
+    time_s: float = Field(description="Roofline floor of one decode step's attention")
+    tokens_per_s: float = Field(description="Token-rate ceiling attention alone would allow")
+    bound: str
+    intensity: float = Field(description="FLOP per byte")
+    fits: bool | None = Field(description="The cache fits in device memory")
+    mha_time_s: float
+    speedup: float | None = Field(description="mha_time_s / time_s")
+    max_batch: int | None = Field(description="Sequences of this context whose cache fits beside the "
+                                  "bf16 weights (weights ignored when the parameter count is unknown)")
+
+
+class DeviceRoofline(BaseModel):
+    hardware_id: str
+    name: str
+    points: list[RooflinePoint]
+
+
 class ModelDetail(BaseModel):
     """Everything known about one model: Hub facts, current geometry with provenance, every
-    stored config revision, KV cache at common contexts with the MHA counterfactual."""
+    stored config revision, KV cache at common contexts with the MHA counterfactual, the
+    decode-attention roofline on every catalogued device, the latest spot-benchmarks."""
 
     model: ModelInfo
     geometry: GeometryDetail | None
     revisions: list[RevisionInfo]
     kv_cache: KVCacheSummary | None
+    roofline: list[DeviceRoofline] = Field(description="Batch 1 at 4k/32k/128k tokens, bf16 cache")
 
 
 def config_url(revision_id: int) -> str:
@@ -443,6 +491,31 @@ def _kv_summary(geom: Geometry, dtype: str = "bf16") -> KVCacheSummary:
                           mha_bytes_per_token=kvcache.bytes_per_token(counter, dtype), contexts=points)
 
 
+def hardware_info(device: hardware.Device) -> HardwareInfo:
+    return HardwareInfo.model_validate(device.to_dict())
+
+
+def roofline_point(geom: Geometry, device: hardware.Device, context: int, batch: int = 1, dtype: str = "bf16",
+                   num_parameters: int | None = None) -> RooflinePoint:
+    actual = roofline.decode_estimate(geom, device, context, batch, dtype)
+    mha = roofline.decode_estimate(kvcache.mha_counterfactual(geom), device, context, batch, dtype)
+    return RooflinePoint(
+        context=context, batch=batch, kv_bytes=actual.kv_bytes, time_s=actual.time_s,
+        tokens_per_s=actual.tokens_per_s, bound=actual.bound, intensity=actual.intensity, fits=actual.fits,
+        mha_time_s=mha.time_s, speedup=mha.time_s / actual.time_s if actual.time_s else None,
+        max_batch=roofline.max_batch(geom, device, context, dtype, params=num_parameters),
+    )
+
+
+def roofline_summary(geom: Geometry, num_parameters: int | None = None) -> list[DeviceRoofline]:
+    """Batch-1 decode attention at ``KV_CONTEXTS`` on every catalogued device."""
+    return [
+        DeviceRoofline(hardware_id=d.id, name=d.name,
+                       points=[roofline_point(geom, d, c, 1, "bf16", num_parameters) for c in KV_CONTEXTS])
+        for d in hardware.load_catalog()
+    ]
+
+
 def current_geometry(session: Session, model: HubModel) -> tuple[GeometryRow | None, Geometry | None]:
     """The stored geometry row of the model's current revision, and the same config parsed
     again into a ``Geometry`` for the KV and roofline arithmetic (None where it does not parse)."""
@@ -489,8 +562,13 @@ def get_model_detail(session: Session, model_id: str) -> ModelDetail | None:
         model=ModelInfo.model_validate(model.model_dump()),
         geometry=geometry,
         revisions=revisions,
-        kv_cache=_kv_summary(geom) if geom is not None and geom.attention_kind != "none" else None,
+        kv_cache=_kv_summary(geom) if _has_cache(geom) else None,
+        roofline=roofline_summary(geom, model.num_parameters) if _has_cache(geom) else [],
     )
+
+
+def _has_cache(geom: Geometry | None) -> bool:
+    return geom is not None and geom.kv_layers > 0 and geom.kv_elements_per_token > 0
 
 
 def get_revision(session: Session, revision_id: int) -> ConfigRevision | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 import smtplib
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -62,6 +63,7 @@ class DeliveryReport:
     disabled_endpoints: list[str] = field(default_factory=list)
     notices_emailed: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def as_dict(self) -> dict:
         return {"attempted": self.attempted, "succeeded": self.succeeded, "retrying": self.retrying,
@@ -162,8 +164,9 @@ def record(engine: Engine, settings: Settings, claim: Claim, outcome: AttemptOut
             int((now - attempt.started_at).total_seconds() * 1000)
         delivery.last_status_code = outcome.status_code
         delivery.last_error = outcome.error
-        report.attempted += 1
-        report.outcomes[outcome.outcome] = report.outcomes.get(outcome.outcome, 0) + 1
+        with report.lock:
+            report.attempted += 1
+            report.outcomes[outcome.outcome] = report.outcomes.get(outcome.outcome, 0) + 1
         endpoint = None
         if delivery.channel == "webhook":
             endpoint = session.exec(

@@ -66,10 +66,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     # Routers, one line each.
-    from observatory.web import api_models, api_trends
+    from observatory.web import api_hardware, api_models, api_trends
 
     app.include_router(api_models.router)
     app.include_router(api_trends.router)
+    app.include_router(api_hardware.router)
     from observatory.web import pages
 
     app.include_router(pages.router)

@@ -30,10 +30,10 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from sqlmodel import Session
 
-from observatory.db import PROJECT_ROOT
+from observatory.db import PROJECT_ROOT, read_only
 from observatory.queries import (
     ATTENTION_KINDS,
     MAX_PAGE_SIZE,
@@ -337,63 +337,14 @@ def page(path: str, formats: tuple[str, ...] = ("json",)):
     return decorate
 
 
-# ---- query parameters (bad input: a 400 that says which parameter and why) ------------------
-
-
-class Params:
-    """Typed reads of a page's query string; each bad value raises ApiError(400)."""
-
-    def __init__(self, request: Request):
-        self.query = request.query_params
-
-    def _raw(self, name: str) -> str | None:
-        value = self.query.get(name)
-        return None if value is None or value.strip() == "" else value.strip()
-
-    def choice(self, name: str, choices: Iterable[str], default: str) -> str:
-        value = self._raw(name)
-        choices = tuple(choices)
-        if value is None:
-            return default
-        if value not in choices:
-            raise ApiError(400, f"{name}: must be one of {', '.join(choices)} (got {value[:40]!r})")
-        return value
-
-    def integer(self, name: str, default: int | None, lo: int, hi: int) -> int | None:
-        value = self._raw(name)
-        if value is None:
-            return default
-        try:
-            number = int(value)
-        except ValueError:
-            raise ApiError(400, f"{name}: must be a whole number (got {value[:40]!r})") from None
-        if not lo <= number <= hi:
-            raise ApiError(400, f"{name}: must be between {lo:,} and {hi:,} (got {number:,})")
-        return number
-
-    def text(self, name: str, max_length: int = 100) -> str | None:
-        value = self._raw(name)
-        if value is not None and len(value) > max_length:
-            raise ApiError(400, f"{name}: at most {max_length} characters")
-        return value
-
-    def day(self, name: str) -> date | None:
-        value = self._raw(name)
-        if value is None:
-            return None
-        try:
-            return date.fromisoformat(value[:10]) if len(value) <= 10 else datetime.fromisoformat(value).date()
-        except ValueError:
-            raise ApiError(400, f"{name}: must be a date YYYY-MM-DD (got {value[:40]!r})") from None
-
-
 # ---- trends: home and /trends -----------------------------------------------------------------
 
 MAX_PLOTTED_MODELS = 3000  # points in the G chart; the most downloaded first
 
 
 def _session(request: Request) -> Session:
-    return Session(request.app.state.engine, expire_on_commit=False)
+    # Pages only read: a deferred transaction never waits for (or blocks) a crawl's writes.
+    return Session(read_only(request.app.state.engine), expire_on_commit=False)
 
 
 def point_record(point: TrendPoint) -> dict:
@@ -418,16 +369,10 @@ def trend_csv_row(record: dict) -> dict:
     return row
 
 
-def trend_params(params: Params) -> dict:
-    return {
-        "period": params.choice("period", PERIODS, "month"),
-        "weighting": params.choice("weighting", WEIGHTINGS, "count"),
-        "min_downloads": params.integer("min_downloads", 0, 0, 10**12),
-        "author": params.text("author"),
-        "model_type": params.text("model_type"),
-        "since": params.day("since"),
-        "until": params.day("until"),
-    }
+def trend_params(request: Request) -> dict:
+    from observatory.web.api_trends import TrendParams  # api_trends imports this module
+
+    return validated(TrendParams, request).model_dump()
 
 
 def trends_data(session: Session, p: dict) -> tuple[dict, dict]:
@@ -462,7 +407,7 @@ def trends_data(session: Session, p: dict) -> tuple[dict, dict]:
 
 @page("/trends", formats=("json", "csv"))
 def trends_page(request: Request, fmt: str | None) -> Response:
-    p = trend_params(Params(request))
+    p = trend_params(request)
     with _session(request) as session:
         data, charts = trends_data(session, p)
     if fmt == "json":
@@ -549,21 +494,23 @@ def home_page(request: Request, fmt: str | None) -> Response:
 
 # ---- the model list -------------------------------------------------------------------------
 
-LIST_FIELDS = tuple(ModelListParams.model_fields)
+
+def validated(model: type[BaseModel], request: Request, lists: tuple[str, ...] = ()):
+    """The API's parameter model filled from a page's query string, so a page and its API
+    accept exactly the same parameters. Empty form fields count as absent."""
+    raw: dict[str, Any] = {}
+    for name in model.model_fields:
+        values = [v.strip() for v in request.query_params.getlist(name) if v.strip()]
+        if values:
+            raw[name] = values if name in lists else values[-1]
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise ApiError(400, *[_describe_error(e) for e in exc.errors()]) from None
 
 
 def list_params(request: Request) -> ModelListParams:
-    """ModelListParams from the query string; empty form fields count as absent."""
-    raw: dict[str, Any] = {}
-    for name in LIST_FIELDS:
-        values = [v.strip() for v in request.query_params.getlist(name) if v.strip()]
-        if not values:
-            continue
-        raw[name] = values if name == "kind" else values[-1]
-    try:
-        return ModelListParams.model_validate(raw)
-    except ValidationError as exc:
-        raise ApiError(400, *[_describe_error(e) for e in exc.errors()]) from None
+    return validated(ModelListParams, request, lists=("kind",))
 
 
 def _describe_error(err: dict) -> str:
@@ -644,3 +591,106 @@ def _sort_url(request: Request, params: ModelListParams, key: str) -> str:
 
 def crawl_summary(session):  # TEMP until the API's crawl status function exists
     return {"models": 0, "last_run": None}
+
+
+# ---- one model ------------------------------------------------------------------------------
+
+KV_CONTEXTS = (4096, 32768, 131072)
+MAX_CONTEXT = 1 << 24  # 16M tokens: beyond any model's window, small enough to stay exact in JS
+MAX_BATCH = 4096
+ROOFLINE_SHOWN = ("h100-sxm", "h200-sxm", "b200", "mi300x")  # roofs drawn at first; the legend adds others
+
+
+def kv_terms(geom: Geometry) -> list[dict]:
+    """The cache as ``Σ elements_per_token × min(context, cap)`` terms (per distinct cap), the
+    form kv-calculator.js evaluates; the same per-layer numbers ``kvcache.cache_bytes`` sums."""
+    terms: dict[int | None, int] = {}
+    for elements, cap in zip(geom.layer_kv_elements(), geom.layer_windows()):
+        if elements:
+            terms[cap] = terms.get(cap, 0) + elements
+    return [{"elements_per_token": e, "cap": cap} for cap, e in sorted(terms.items(), key=lambda t: t[0] or 0)]
+
+
+def kv_params(request: Request) -> dict:
+    from observatory.web.api_models import KVParams  # noqa: F401  (defined there when the API grows it)
+
+    raise NotImplementedError
+
+
+def calculator(geom: Geometry, context: int, batch: int, dtype: str) -> dict:
+    counter = kvcache.mha_counterfactual(geom)
+    rows = []
+    for ctx in sorted(set(KV_CONTEXTS) | {context}):
+        actual = kvcache.cache_bytes(geom, ctx, batch, dtype)
+        mha = kvcache.cache_bytes(counter, ctx, batch, dtype)
+        rows.append({"context": ctx, "batch": batch, "dtype": dtype, "bytes": actual, "mha_bytes": mha,
+                     "saving": mha / actual if actual else None, "chosen": ctx == context,
+                     "beyond_max_context": bool(geom.max_position_embeddings and ctx > geom.max_position_embeddings)})
+    return {
+        "params": {"context": context, "batch": batch, "dtype": dtype},
+        "bytes_per_token": kvcache.bytes_per_token(geom, dtype),
+        "mha_bytes_per_token": kvcache.bytes_per_token(counter, dtype),
+        "rows": rows,
+        "terms": kv_terms(geom),
+        "mha_terms": kv_terms(counter),
+        "dtype_bytes": dict(kvcache.DTYPE_BYTES),
+        "limits": {"context_min": 1, "context_max": MAX_CONTEXT, "batch_min": 1, "batch_max": MAX_BATCH},
+    }
+
+
+def roofline_rows(geom: Geometry, context: int, batch: int, dtype: str) -> list[dict]:
+    """Decode attention of this model (and its MHA counterfactual) on every catalogued device."""
+    counter = kvcache.mha_counterfactual(geom)
+    rows = []
+    for device in load_catalog():
+        est = roofline.decode_estimate(geom, device, context, batch, dtype)
+        mha = roofline.decode_estimate(counter, device, context, batch, dtype)
+        rows.append({
+            "device_id": device.id, "device": device.name, "memory_bytes": device.memory_bytes,
+            "bandwidth_bytes_per_s": device.bandwidth_bytes_per_s,
+            "peak_flops": device.peak_flops(dtype if dtype == "fp8" else "bf16"),
+            "ridge": roofline.ridge_point(device, "fp8" if dtype == "fp8" else "bf16"),
+            "estimate": est.to_dict(), "mha": mha.to_dict(),
+            "speedup": mha.time_s / est.time_s if est.time_s else None,
+            "max_batch": roofline.max_batch(geom, device, context, dtype),
+            "mha_max_batch": roofline.max_batch(counter, device, context, dtype),
+        })
+    return rows
+
+
+def _revision_link(revision: dict) -> dict:
+    return revision
+
+
+@lru_cache(maxsize=1)
+def _bench_available() -> bool:
+    try:
+        importlib.import_module("observatory.bench.tables")
+    except ImportError:
+        return False
+    return True
+
+
+def model_page_data(session: Session, model_id: str, context: int, batch: int, dtype: str) -> dict | None:
+    detail = get_model_detail(session, model_id)
+    if detail is None:
+        return None
+    data = detail.model_dump()
+    model = session.get(HubModel, model_id)
+    _, geom = current_geometry(session, model)
+    data["calculator"] = None
+    data["roofline"] = None
+    if geom is not None and geom.attention_kind != "none":
+        data["calculator"] = calculator(geom, context, batch, dtype)
+        data["roofline"] = {"context": context, "batch": batch, "dtype": dtype,
+                            "per_call_s": roofline.DEFAULT_PER_CALL_S,
+                            "rows": roofline_rows(geom, context, batch, dtype)}
+    if geom is not None:
+        kinds: dict[str, int] = {}
+        for kind in geom.layer_kinds:
+            kinds[kind] = kinds.get(kind, 0) + 1
+        data["layer_summary"] = kinds
+    else:
+        data["layer_summary"] = {}
+    data["bench_results"] = bench_results(session, model_id)
+    return data

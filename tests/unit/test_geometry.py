@@ -403,3 +403,22 @@ def test_unknown_layer_types_are_reported():
                                    "layer_types": ["full_attention", "fancy_attention", "wormhole"]})
     assert geom.layer_kinds == ("full", "full", "other") and geom.kv_layers == 2
     assert len([w for w in geom.warnings if "unknown layer type" in w]) == 2
+
+
+def test_gpt_neo_local_layers_slide_on_window_size():
+    cfg = {
+        "model_type": "gpt_neo", "architectures": ["GPTNeoForCausalLM"], "hidden_size": 2560,
+        "num_heads": 20, "num_layers": 32, "window_size": 256, "max_position_embeddings": 2048,
+        "attention_types": [[["global", "local"], 16]],
+        "attention_layers": ["global", "local"] * 16,
+    }
+    geom = parse_geometry(cfg)
+    assert (geom.attention_kind, geom.num_kv_heads, geom.head_dim) == ("MHA", 20, 128)
+    assert geom.sliding_window == 256 and geom.sliding_layers == 16
+    assert geom.kv_layers == 32
+
+
+def test_gpt_j_window_size_is_not_a_sliding_window():
+    cfg = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "n_layer": 28, "window_size": 256, "rotary_dim": 64}
+    geom = parse_geometry(cfg)
+    assert geom.sliding_window is None and geom.sliding_layers == 0 and geom.head_dim == 256

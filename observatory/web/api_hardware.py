@@ -1,0 +1,123 @@
+"""/api/v1/hardware and /api/v1/roofline: the accelerator catalog with its sources, and the
+decode roofline of one model on one device (arithmetic in ``observatory.roofline``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query
+from pydantic import BaseModel, Field
+
+from observatory import hardware, kvcache, roofline
+from observatory.queries import HardwareInfo, RooflinePoint, current_geometry, hardware_info, roofline_point
+from observatory.tables import HubModel
+from observatory.web.api_models import REPO_ID_PATTERN, checked_model_id
+from observatory.web.deps import ReadSessionDep
+from observatory.web.errors import ERROR_RESPONSES, ApiError
+
+router = APIRouter(prefix="/api/v1", tags=["hardware"], responses=ERROR_RESPONSES)
+
+KvDtype = Literal["bf16", "fp16", "fp8", "int8", "fp32"]
+assert set(KvDtype.__args__) == set(kvcache.DTYPE_BYTES), "KvDtype must list kvcache.DTYPE_BYTES"
+
+
+class HardwareList(BaseModel):
+    ok: bool = True
+    rows: list[HardwareInfo]
+    ridge_points: list[dict] = Field(description="Per device: dense FLOP/s over bandwidth (FLOP per byte) "
+                                     "for bf16 and fp8, by release date")
+
+
+class HardwareResponse(HardwareInfo):
+    ok: bool = True
+
+
+class Estimate(BaseModel):
+    """One roofline estimate (see ``observatory.roofline``)."""
+
+    kv_bytes: int
+    attention_flops: float
+    weight_bytes: int
+    weight_flops: float
+    bytes: int
+    flops: float
+    intensity: float
+    bound: str
+    calls: int
+    memory_s: float
+    compute_s: float
+    time_s: float
+    tokens_per_s: float
+    fits: bool | None
+
+
+class RooflineResponse(BaseModel):
+    ok: bool = True
+    model_id: str
+    hardware: HardwareInfo
+    context: int
+    batch: int
+    dtype: str
+    summary: RooflinePoint
+    attention: Estimate = Field(description="Decode attention alone")
+    mha_attention: Estimate = Field(description="The same for the MHA counterfactual (K = H)")
+    whole_step: Estimate | None = Field(description="Attention plus reading every weight once (bf16), all "
+                                        "parameters taken as active; null when the parameter count is unknown")
+    assumptions: list[str]
+
+
+def _device(hardware_id: str) -> hardware.Device:
+    for device in hardware.load_catalog():
+        if device.id == hardware_id:
+            return device
+    known = ", ".join(d.id for d in hardware.load_catalog())
+    raise ApiError(404, f"no hardware {hardware_id[:80]!r} in the catalog; known: {known}")
+
+
+@router.get("/hardware", response_model=HardwareList, summary="The hardware catalog")
+def hardware_list():
+    devices = hardware.load_catalog()
+    return HardwareList(rows=[hardware_info(d) for d in devices], ridge_points=roofline.ridge_points(devices))
+
+
+@router.get("/hardware/{hardware_id}", response_model=HardwareResponse, summary="One catalogued device")
+def hardware_one(hardware_id: Annotated[str, Path(max_length=100)]):
+    return HardwareResponse(**hardware_info(_device(hardware_id)).model_dump())
+
+
+@router.get("/roofline", response_model=RooflineResponse, summary="Decode roofline of a model on a device")
+def roofline_one(
+    session: ReadSessionDep,
+    model: Annotated[str, Query(description="Hub repo id", max_length=193,
+                                json_schema_extra={"pattern": REPO_ID_PATTERN})],
+    hardware_id: Annotated[str, Query(alias="hardware", max_length=100, description="Catalog id, e.g. h100-sxm")],
+    context: Annotated[int, Query(ge=1, le=16_777_216, description="Tokens cached per sequence")] = 32768,
+    batch: Annotated[int, Query(ge=1, le=65_536, description="Concurrent sequences")] = 1,
+    dtype: Annotated[KvDtype, Query(description="KV-cache element type")] = "bf16",
+):
+    """The roofline floor of one decode step's attention (and of the whole step when the
+    parameter count is known) for ``batch`` sequences of ``context`` tokens."""
+    device = _device(hardware_id)
+    row = session.get(HubModel, checked_model_id(model))
+    if row is None:
+        raise ApiError(404, f"no model {model!r} in the store")
+    _, geom = current_geometry(session, row)
+    if geom is None or geom.kv_layers == 0 or geom.kv_elements_per_token == 0:
+        raise ApiError(404, f"model {model!r} has no attention geometry with a per-token KV cache")
+    attention = roofline.decode_estimate(geom, device, context, batch, dtype)
+    mha = roofline.decode_estimate(kvcache.mha_counterfactual(geom), device, context, batch, dtype)
+    whole = (roofline.decode_estimate(geom, device, context, batch, dtype, params=row.num_parameters)
+             if row.num_parameters else None)
+    return RooflineResponse(
+        model_id=row.id, hardware=hardware_info(device), context=context, batch=batch, dtype=dtype,
+        summary=roofline_point(geom, device, context, batch, dtype, row.num_parameters),
+        attention=Estimate(**attention.to_dict()), mha_attention=Estimate(**mha.to_dict()),
+        whole_step=Estimate(**whole.to_dict()) if whole else None,
+        assumptions=[
+            f"time = {attention.calls} calls x {roofline.DEFAULT_PER_CALL_S * 1e6:g} us + "
+            "max(bytes / bandwidth, flops / dense peak), at 100% of spec bandwidth",
+            "bytes: the KV cache read once per step (sliding/chunked layers capped at their window)",
+            "whole step: every weight read once in bf16; MoE active parameters are not known, so its "
+            "FLOPs are an upper bound",
+        ],
+    )
