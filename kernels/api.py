@@ -46,7 +46,7 @@ class DecodeShape:
         return self.block_size is not None
 
 
-def check_inputs(q, k_cache, v_cache, cache_seqlens, block_table=None, scale=None) -> DecodeShape:
+def check_inputs(q, k_cache, v_cache, cache_seqlens, block_table=None, scale=None, out=None) -> DecodeShape:
     """Raise ``ValueError`` naming the first thing wrong with the inputs; return their sizes.
 
     Sequence lengths and block indices are checked against the cache only for CPU tensors: on a GPU
@@ -100,6 +100,10 @@ def check_inputs(q, k_cache, v_cache, cache_seqlens, block_table=None, scale=Non
                              f"got {block_table.dtype} {tuple(block_table.shape)}")
         capacity, block_size = block_table.shape[1] * slots, slots
 
+    if out is not None and (not isinstance(out, torch.Tensor) or out.shape != q.shape or out.dtype != q.dtype
+                            or out.device != q.device or out.stride(-1) != 1):
+        raise ValueError(f"out must be a tensor like q: shape {tuple(q.shape)}, {q.dtype}, on {q.device}, "
+                         "contiguous in its last dimension")
     if scale is not None and not (isinstance(scale, (int, float)) and not isinstance(scale, bool)
                                   and math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive finite number or None, got {scale!r}")
@@ -139,23 +143,25 @@ def choose_backend(device: torch.device, backend: str = "auto") -> str:
 
 
 def gqa_decode(q, k_cache, v_cache, cache_seqlens, block_table=None, scale=None, return_lse=False,
-               *, backend="auto", num_splits=None):
+               *, out=None, backend="auto", num_splits=None):
     """Decode attention for one new token per sequence over a (possibly paged) KV cache.
 
     ``backend="auto"`` runs the Triton kernel on CUDA when Triton is installed and the PyTorch path
     elsewhere; ``"triton"`` on CPU tensors runs the kernel in Triton's interpreter (slow: tests only).
-    ``num_splits`` overrides how many pieces the Triton kernel cuts each sequence into.
-    Returns ``out`` or, with ``return_lse``, ``(out, lse)``.
+    ``num_splits`` overrides how many pieces the Triton kernel cuts each sequence into. ``out``, a
+    preallocated ``(batch, H, d)`` tensor, receives the result (every element is written).
+    Returns the output or, with ``return_lse``, ``(output, lse)``.
     """
-    shape = check_inputs(q, k_cache, v_cache, cache_seqlens, block_table, scale)
+    shape = check_inputs(q, k_cache, v_cache, cache_seqlens, block_table, scale, out)
+    out = torch.empty_like(q) if out is None else out
     scale = default_scale(shape.head_dim) if scale is None else float(scale)
     if choose_backend(q.device, backend) == "triton":
         from kernels.triton_decode import gqa_decode_triton
         if q.dtype == torch.bfloat16 and q.device.type != "cuda":
             raise ValueError("the Triton interpreter cannot compute in bfloat16; use float16 or float32 on CPU")
-        out, lse = gqa_decode_triton(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape,
-                                     num_splits=num_splits)
+        lse = gqa_decode_triton(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, out,
+                                num_splits=num_splits)
     else:
         from kernels.torch_decode import gqa_decode_torch
-        out, lse = gqa_decode_torch(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape)
+        lse = gqa_decode_torch(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, out)
     return (out, lse) if return_lse else out

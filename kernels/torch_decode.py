@@ -32,10 +32,14 @@ MIN_CHUNK_TOKENS = 256  # shorter chunks cost more per call than locality saves
 _cpu_flash = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 
 
-def gqa_decode_torch(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape):
-    """Return ``(out, lse)``; inputs already checked by ``kernels.api.check_inputs``."""
+def gqa_decode_torch(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, out, chunk=None):
+    """Write the attention output into ``out`` and return the log-sum-exp ``(batch, H)`` float32.
+
+    Inputs are already checked by ``kernels.api.check_inputs``. ``chunk`` overrides the tokens per
+    chunk (tests use small ones to exercise the merge on short sequences).
+    """
     b, K, G, d = shape.batch, shape.num_kv_heads, shape.group_size, shape.head_dim
-    out = torch.empty_like(q)
+    chunk = chunk or chunk_tokens(K, d, q.element_size())
     lse = torch.empty(b, shape.num_heads, dtype=torch.float32, device=q.device)
     q_grouped = q.view(b, K, G, d)
     lengths = cache_seqlens.tolist()
@@ -48,11 +52,11 @@ def gqa_decode_torch(q, k_cache, v_cache, cache_seqlens, block_table, scale, sha
             lse[start:stop] = float("-inf")
         else:
             keys, values = _cached(k_cache, v_cache, block_table, start, stop, length)
-            o, l = _attend(q_grouped[start:stop], keys, values, scale, chunk_tokens(K, d, q.element_size()))
+            o, l = _attend(q_grouped[start:stop], keys, values, scale, chunk)
             out[start:stop] = o.reshape(stop - start, shape.num_heads, d)
             lse[start:stop] = l.reshape(stop - start, shape.num_heads)
         start = stop
-    return out, lse
+    return lse
 
 
 def chunk_tokens(num_kv_heads: int, head_dim: int, element_size: int) -> int:

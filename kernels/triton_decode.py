@@ -50,6 +50,10 @@ from triton.runtime.interpreter import InterpretedFunction
 LOG2E = 1.4426950408889634
 MAX_BLOCK_G = 64  # larger groups (G > 64) are served by several programs per KV head
 MIN_SPLIT_TOKENS = 256  # a split shorter than this costs more in stage 2 than it gains in parallelism
+# Launch settings used when a call does not pass its own: {"block_n", "num_warps", "num_stages"}.
+# Empty means BLOCK_N 64 (32 for head dims over 128), 4 warps, 2 stages; a tuning run
+# (benchmarks/decode_attention_gpu.py) may set the best it measured for the rest of its process.
+LAUNCH: dict = {}
 
 
 @triton.jit
@@ -177,9 +181,11 @@ def choose_splits(batch: int, programs_per_sequence: int, capacity: int, sm_coun
     return max(1, min(wanted, math.ceil(capacity / MIN_SPLIT_TOKENS)))
 
 
-def gqa_decode_triton(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, *, num_splits=None,
+def gqa_decode_triton(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, out, *, num_splits=None,
                       block_n=None, num_warps=None, num_stages=None):
-    """Return ``(out, lse)``; inputs already checked by ``kernels.api.check_inputs``.
+    """Write the attention output into ``out`` and return the log-sum-exp ``(batch, H)`` float32.
+
+    Inputs are already checked by ``kernels.api.check_inputs``.
 
     ``block_n``/``num_warps``/``num_stages`` override the launch configuration (for tuning runs).
     """
@@ -192,8 +198,9 @@ def gqa_decode_triton(q, k_cache, v_cache, cache_seqlens, block_table, scale, sh
     block_g = min(MAX_BLOCK_G, max(16, triton.next_power_of_2(G)))
     g_slices = triton.cdiv(G, block_g)
     block_d = max(16, triton.next_power_of_2(d))
-    if block_n is None:
-        block_n = 64 if block_d <= 128 else 32
+    block_n = block_n or LAUNCH.get("block_n") or (64 if block_d <= 128 else 32)
+    num_warps = num_warps or LAUNCH.get("num_warps") or 4
+    num_stages = num_stages or LAUNCH.get("num_stages") or 2
     if num_splits is None:
         sm_count = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 2
         num_splits = choose_splits(b, K * g_slices, shape.capacity, sm_count)
@@ -202,13 +209,12 @@ def gqa_decode_triton(q, k_cache, v_cache, cache_seqlens, block_table, scale, sh
 
     mid_o = torch.empty(b, H, num_splits, d, dtype=torch.float32, device=q.device)
     mid_lse = torch.empty(b, H, num_splits, dtype=torch.float32, device=q.device)
-    out = torch.empty_like(q)
     lse = torch.empty(b, H, dtype=torch.float32, device=q.device)
     if block_table is None:
         block_table_arg, stride_bt, page_size = cache_seqlens, 0, 1  # unused: PAGED is False
     else:
         block_table_arg, stride_bt, page_size = block_table, block_table.stride(0), k_cache.shape[1]
-    launch = {} if interpret else {"num_warps": num_warps or 4, "num_stages": num_stages or 2}
+    launch = {} if interpret else {"num_warps": num_warps, "num_stages": num_stages}
 
     _split_kv_stage1[(b, K * g_slices, num_splits)](
         q, k_cache, v_cache, cache_seqlens, block_table_arg, mid_o, mid_lse,
@@ -230,4 +236,4 @@ def gqa_decode_triton(q, k_cache, v_cache, cache_seqlens, block_table, scale, sh
         lse.stride(0), lse.stride(1),
         HEAD_DIM=d, BLOCK_D=block_d,
         **({} if interpret else {"num_warps": 4}))
-    return out, lse
+    return lse

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import click
 
+from observatory.commands import alerts as alerts_commands
+from observatory.commands import crawl as crawl_commands
+from observatory.commands import bench as bench_commands
 from observatory.commands import db as db_commands
 from observatory.commands import inspect as inspect_commands
 from observatory.commands import serve as serve_commands
 from observatory.commands import snapshot as snapshot_commands
+from observatory.commands import worker as worker_commands
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -21,3 +25,7 @@ main.add_command(db_commands.db)
 main.add_command(inspect_commands.inspect)
 main.add_command(snapshot_commands.snapshot)
 main.add_command(serve_commands.serve)
+main.add_command(crawl_commands.crawl)
+main.add_command(worker_commands.worker)
+main.add_command(bench_commands.bench)
+main.add_command(alerts_commands.alerts)

@@ -28,6 +28,7 @@ TABLE_MODULES = [
     "observatory.crawler.tables",
     "observatory.trend_tables",
     "observatory.alerts.tables",
+    "observatory.bench.tables",
 ]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

@@ -159,6 +159,10 @@ class Geometry:
 
     def layer_kv_elements(self) -> tuple[int, ...]:
         """Elements cached per token by each layer (0 for layers without a per-token cache)."""
+        # Memoised on the (frozen) instance: a roofline sweep asks for it hundreds of times.
+        cached = self.__dict__.get("_layer_kv_elements")
+        if cached is not None:
+            return cached
         out = []
         for i, kind in enumerate(self.layer_kinds):
             if kind not in KV_KINDS:
@@ -168,12 +172,17 @@ class Geometry:
             else:
                 k = self.kv_heads_per_layer[i] if self.kv_heads_per_layer else self.num_kv_heads
                 out.append(k * (self.head_dim + (self.v_head_dim or self.head_dim)))
-        return tuple(out)
+        object.__setattr__(self, "_layer_kv_elements", tuple(out))
+        return self._layer_kv_elements
 
     def layer_windows(self) -> tuple[int | None, ...]:
         """Most tokens each layer keeps: its window or chunk size, or None when unbounded."""
-        caps = {"sliding": self.sliding_window, "chunked": self.chunk_size}
-        return tuple(caps.get(kind) for kind in self.layer_kinds)
+        cached = self.__dict__.get("_layer_windows")
+        if cached is None:
+            caps = {"sliding": self.sliding_window, "chunked": self.chunk_size}
+            cached = tuple(caps.get(kind) for kind in self.layer_kinds)
+            object.__setattr__(self, "_layer_windows", cached)
+        return cached
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

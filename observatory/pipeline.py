@@ -27,10 +27,24 @@ from observatory.tables import CrawlRun
 log = logging.getLogger(__name__)
 
 
+def _trends(engine: Engine, settings: Settings, run: CrawlRun) -> None:
+    from observatory.trend_store import ensure_trends
+
+    ensure_trends(engine)  # a no-op when the run stored nothing new
+
+
+def _alerts(engine: Engine, settings: Settings, run: CrawlRun) -> None:
+    from observatory.alerts.evaluate import after_crawl as evaluate_and_deliver
+
+    evaluate_and_deliver(engine, settings, run)
+
+
 def after_crawl(engine: Engine, settings: Settings, run: CrawlRun) -> dict[str, str]:
     """Run every post-crawl step in order; returns {step: "ok" | error text}."""
     steps: list[tuple[str, object]] = [
         # (name, callable(engine, settings, run)), in the order they must run.
+        ("trends", _trends),  # before alerts: their rules read the trend points
+        ("alerts", _alerts),
     ]
     results: dict[str, str] = {}
     for name, step in steps:

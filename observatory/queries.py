@@ -21,15 +21,17 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from datetime import date, datetime, time, timedelta, timezone
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from sqlmodel import Session
 
 from observatory import hardware, kvcache, roofline
+from observatory.bench import store as bench_store
 from observatory.geometry import Geometry
 from observatory.ingest import derive
 from observatory.tables import ConfigRevision, GeometryRow, HubModel
@@ -37,6 +39,17 @@ from observatory.tables import ConfigRevision, GeometryRow, HubModel
 MAX_PAGE_SIZE = 500
 DEFAULT_PAGE_SIZE = 50
 ATTENTION_KINDS = ("MHA", "MQA", "GQA", "MLA", "none")
+
+def _iso_day(value: Any) -> Any:
+    # pydantic's lax date parsing takes "0" or "1700000000" as Unix times; a query string date
+    # must be written YYYY-MM-DD.
+    if isinstance(value, str) and not _ISO_DAY.fullmatch(value):
+        raise ValueError("dates are written YYYY-MM-DD")
+    return value
+
+
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+IsoDate = Annotated[date, BeforeValidator(_iso_day)]
 
 SortKey = Literal["created_at", "downloads", "group_size", "kv_bytes_per_token", "id"]
 AttentionKind = Literal["MHA", "MQA", "GQA", "MLA", "none"]
@@ -77,8 +90,8 @@ class ModelListParams(BaseModel):
     author: str | None = Field(None, min_length=1, max_length=100, description="Organisation (repo id prefix)")
     model_type: str | None = Field(None, min_length=1, max_length=100,
                                    description="Architecture family, the config's model_type")
-    created_from: date | None = Field(None, description="Created on or after this day (UTC)")
-    created_to: date | None = Field(None, description="Created on or before this day (UTC)")
+    created_from: IsoDate | None = Field(None, description="Created on or after this day (UTC)")
+    created_to: IsoDate | None = Field(None, description="Created on or before this day (UTC)")
     min_downloads: int | None = Field(None, ge=0, le=10**15, description="At least this many downloads (30 days)")
     q: str | None = Field(None, min_length=1, max_length=200, description="Text to find in the repo id")
     sort: SortKey = Field("created_at", description="Sort column")
@@ -416,6 +429,7 @@ class RooflinePoint(BaseModel):
     intensity: float = Field(description="FLOP per byte")
     fits: bool | None = Field(description="The cache fits in device memory")
     mha_time_s: float
+    mha_intensity: float = Field(description="FLOP per byte of the MHA counterfactual")
     speedup: float | None = Field(description="mha_time_s / time_s")
     max_batch: int | None = Field(description="Sequences of this context whose cache fits beside the "
                                   "bf16 weights (weights ignored when the parameter count is unknown)")
@@ -425,6 +439,31 @@ class DeviceRoofline(BaseModel):
     hardware_id: str
     name: str
     points: list[RooflinePoint]
+
+
+class BenchResultInfo(BaseModel):
+    """One spot-benchmark of the model's attention shape (see ``observatory.bench``)."""
+
+    created_at: datetime
+    status: str = Field(description="ok | skipped | failed")
+    reason: str | None
+    device: str
+    backend: str | None
+    dtype: str
+    batch: int
+    num_heads: int | None
+    num_kv_heads: int | None
+    head_dim: int | None
+    context: int
+    median_s: float | None
+    bytes_per_s: float | None
+    fraction_of_ceiling: float | None
+    ceiling_bytes_per_s: float | None
+    predicted_s: float | None
+    prediction_basis: str | None
+    peer_times_s: dict[str, float]
+    speedups: dict[str, float]
+    peer_errors: dict[str, str]
 
 
 class ModelDetail(BaseModel):
@@ -437,6 +476,7 @@ class ModelDetail(BaseModel):
     revisions: list[RevisionInfo]
     kv_cache: KVCacheSummary | None
     roofline: list[DeviceRoofline] = Field(description="Batch 1 at 4k/32k/128k tokens, bf16 cache")
+    bench: list[BenchResultInfo] = Field(description="Latest spot-benchmarks, newest first")
 
 
 def config_url(revision_id: int) -> str:
@@ -496,22 +536,24 @@ def hardware_info(device: hardware.Device) -> HardwareInfo:
 
 
 def roofline_point(geom: Geometry, device: hardware.Device, context: int, batch: int = 1, dtype: str = "bf16",
-                   num_parameters: int | None = None) -> RooflinePoint:
+                   num_parameters: int | None = None, counterfactual: Geometry | None = None) -> RooflinePoint:
     actual = roofline.decode_estimate(geom, device, context, batch, dtype)
-    mha = roofline.decode_estimate(kvcache.mha_counterfactual(geom), device, context, batch, dtype)
+    mha = roofline.decode_estimate(counterfactual or kvcache.mha_counterfactual(geom), device, context, batch, dtype)
     return RooflinePoint(
         context=context, batch=batch, kv_bytes=actual.kv_bytes, time_s=actual.time_s,
         tokens_per_s=actual.tokens_per_s, bound=actual.bound, intensity=actual.intensity, fits=actual.fits,
-        mha_time_s=mha.time_s, speedup=mha.time_s / actual.time_s if actual.time_s else None,
+        mha_time_s=mha.time_s, mha_intensity=mha.intensity,
+        speedup=mha.time_s / actual.time_s if actual.time_s else None,
         max_batch=roofline.max_batch(geom, device, context, dtype, params=num_parameters),
     )
 
 
 def roofline_summary(geom: Geometry, num_parameters: int | None = None) -> list[DeviceRoofline]:
     """Batch-1 decode attention at ``KV_CONTEXTS`` on every catalogued device."""
+    counter = kvcache.mha_counterfactual(geom)
     return [
         DeviceRoofline(hardware_id=d.id, name=d.name,
-                       points=[roofline_point(geom, d, c, 1, "bf16", num_parameters) for c in KV_CONTEXTS])
+                       points=[roofline_point(geom, d, c, 1, "bf16", num_parameters, counter) for c in KV_CONTEXTS])
         for d in hardware.load_catalog()
     ]
 
@@ -564,6 +606,7 @@ def get_model_detail(session: Session, model_id: str) -> ModelDetail | None:
         revisions=revisions,
         kv_cache=_kv_summary(geom) if _has_cache(geom) else None,
         roofline=roofline_summary(geom, model.num_parameters) if _has_cache(geom) else [],
+        bench=[BenchResultInfo.model_validate(r) for r in bench_store.results_for_model(session, model_id, 10)],
     )
 
 
@@ -574,3 +617,11 @@ def _has_cache(geom: Geometry | None) -> bool:
 def get_revision(session: Session, revision_id: int) -> ConfigRevision | None:
     """One stored config revision (with its verbatim text), or None."""
     return session.get(ConfigRevision, revision_id)
+
+
+def store_counts(session: Session) -> dict[str, int]:
+    """How many models the store tracks, by source ("hub", "snapshot"), and in all.
+    (Added for the overview and crawl pages.)"""
+    rows = session.execute(sa.select(_M.source, sa.func.count()).group_by(_M.source)).all()
+    counts = {source: n for source, n in rows}
+    return {"total": sum(counts.values()), **dict(sorted(counts.items()))}

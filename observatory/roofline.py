@@ -29,7 +29,7 @@ what attention would allow if nothing else ran.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Iterable, Protocol
 
 from observatory.geometry import Geometry
@@ -190,3 +190,19 @@ def ridge_points(devices: Iterable) -> list[dict]:
              "ridge_fp8": d.fp8_dense_flops / d.bandwidth_bytes_per_s if d.fp8_dense_flops else None}
             for d in devices]
     return sorted(rows, key=lambda row: (row["released"], row["id"]))
+
+
+def one_layer(geom: Geometry) -> Geometry:
+    """One full-attention KV layer with the model's heads: the unit a decode-attention call covers.
+
+    Spot-benchmarks time one such call, so their prediction is ``decode_estimate(one_layer(g), ...)``.
+    Per-layer head lists keep their first KV layer's counts.
+    """
+    first = next((i for i, elements in enumerate(geom.layer_kv_elements()) if elements), None)
+    if first is None:
+        raise ValueError("the model has no layer with a per-token KV cache")
+    layer = replace(
+        geom, num_layers=1, kv_layers=1, layer_kinds=("full",), sliding_layers=0, chunked=False,
+        kv_heads_per_layer=geom.kv_heads_per_layer[first:first + 1] if geom.kv_heads_per_layer else None,
+        query_heads_per_layer=geom.query_heads_per_layer[first:first + 1] if geom.query_heads_per_layer else None)
+    return replace(layer, kv_elements_per_token=sum(layer.layer_kv_elements()))

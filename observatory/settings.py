@@ -56,6 +56,7 @@ class Settings(BaseSettings):
     # A claimed delivery whose sender died is retried after this long (same webhook-id).
     webhook_lease_s: float = 120.0
     webhook_workers: int = 4  # parallel sends in one delivery pass
+    alert_delivery_interval_s: float = 10.0  # scheduler job sending deliveries that came due
     # Only loopback targets may be allowed, and only for tests; private ranges never are.
     allow_loopback_webhooks: bool = False
     allow_http_webhooks: bool = False  # plain http targets (tests); https otherwise
@@ -95,6 +96,13 @@ class Settings(BaseSettings):
     stats_refresh_interval_s: int = 6 * 3600  # downloads/likes of popular models
     stats_refresh_top_n: int = 5000  # how many of the most downloaded models the refresh reads
     bench_interval_s: int = 6 * 3600  # spot-benchmarks of new models (if installed); 0 = off
+    # Spot-benchmarks (observatory/bench): what the scheduled job runs, kept small so a CPU finishes
+    # in seconds. "Notable" = at least this many downloads, or a model from the bundled snapshot.
+    bench_job_limit: int = 3  # models per scheduled run
+    bench_min_downloads: int = 1000
+    bench_context: int = 4096
+    bench_batch: int = 1
+    bench_repeats: int = 5
 
     # JSON API (observatory/web/api_*.py): most rows one CSV export streams; the JSON list
     # pages instead (queries.MAX_PAGE_SIZE rows a page).

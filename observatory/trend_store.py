@@ -10,7 +10,9 @@ for a standard population, else the same aggregation run on the population's row
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 
@@ -116,7 +118,7 @@ def _to_record(point: TrendPoint, population_key: str, computed_at: datetime) ->
     }
 
 
-def _from_record(row: TrendPointRow) -> TrendPoint:
+def _from_record(row: sa.Row) -> TrendPoint:
     by_size = row.kv_by_size or {}
     return TrendPoint(
         period=row.period_kind, period_start=row.period_start, weighting=row.weighting, count=row.count,
@@ -194,19 +196,45 @@ def read_trends(
     if weighting not in WEIGHTINGS:
         raise ValueError(f"unknown weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
     if population.precomputed:
-        t = TrendPointRow.__table__.c
-        query = (
-            sa.select(TrendPointRow)
-            .where(t.period_kind == period, t.population == population.key, t.weighting == weighting)
-            .order_by(t.period_start)
-        )
-        stored = session.execute(query).scalars().all()
-        if stored:
-            points = [_from_record(row) for row in stored]
-            return TrendSeries(population, period, weighting, True, max(r.computed_at for r in stored),
-                               _between(points, period, since, until))
+        stored = _stored_series(session, population.key, period, weighting)
+        if stored is not None:
+            computed_at, points = stored
+            return TrendSeries(population, period, weighting, True, computed_at, _between(points, period, since, until))
     points = points_from_groups(group_by_period(load_trend_rows(session, population), period), period, weighting)
     return TrendSeries(population, period, weighting, False, None, _between(points, period, since, until))
+
+
+# (population key, period, weighting) -> (computed_at, points). A refresh rewrites every row with
+# a new computed_at, so one indexed probe of it tells whether a cached series is still current,
+# in this process or after a refresh by another (the crawler's).
+_SERIES_CACHE: OrderedDict[tuple[str, str, str], tuple[datetime, list[TrendPoint]]] = OrderedDict()
+_SERIES_CACHE_SIZE = 64
+_cache_lock = threading.Lock()
+
+
+def _stored_series(session: Session, key: str, period: str, weighting: str) -> tuple[datetime, list[TrendPoint]] | None:
+    t = TrendPointRow.__table__.c
+    where = (t.period_kind == period, t.population == key, t.weighting == weighting)
+    computed_at = session.execute(sa.select(t.computed_at).where(*where).limit(1)).scalar()
+    if computed_at is None:
+        return None
+    cache_key = (key, period, weighting)
+    with _cache_lock:
+        cached = _SERIES_CACHE.get(cache_key)
+        if cached is not None and cached[0] == computed_at:
+            _SERIES_CACHE.move_to_end(cache_key)
+            return cached
+    # plain rows: a few times cheaper than ORM objects
+    rows = session.execute(sa.select(*TrendPointRow.__table__.columns).where(*where).order_by(t.period_start)).all()
+    if not rows:
+        return None
+    entry = (max(r.computed_at for r in rows), [_from_record(r) for r in rows])
+    with _cache_lock:
+        _SERIES_CACHE[cache_key] = entry
+        _SERIES_CACHE.move_to_end(cache_key)
+        while len(_SERIES_CACHE) > _SERIES_CACHE_SIZE:
+            _SERIES_CACHE.popitem(last=False)
+    return entry
 
 
 def _between(points: list[TrendPoint], period: str, since: date | None, until: date | None) -> list[TrendPoint]:

@@ -57,5 +57,7 @@ class TrendPointRow(SQLModel, table=True):
 # either direction without a sort step.
 sa.Index("ix_hub_model_created_at_id", HubModel.created_at, HubModel.id)
 sa.Index("ix_hub_model_downloads_id", HubModel.downloads, HubModel.id)
+# One organisation's models newest first (the default sort) without sorting all of them.
+sa.Index("ix_hub_model_author_created_at_id", HubModel.author, HubModel.created_at, HubModel.id)
 sa.Index("ix_geometry_group_size_model_id", GeometryRow.group_size, GeometryRow.model_id)
 sa.Index("ix_geometry_kv_bytes_model_id", GeometryRow.kv_bytes_per_token_bf16, GeometryRow.model_id)

@@ -26,8 +26,10 @@ Definitions (the methodology page quotes these):
   x_1..x_n, weights w_i, total W and cumulative C_k = w_1 + ... + w_k, the q-quantile is the
   first x_k with C_k >= q*W, averaged with x_{k+1} when C_k == q*W exactly (numpy's
   ``averaged_inverted_cdf``; the median of [1, 2] is 1.5, of [1, 1, 1, 2] is 1).
-- **KV bytes per token** is the bf16 cache of one token over all KV layers (``kvcache``);
-  ``kv_by_size`` gives its median per parameter-size class, classes by total parameters:
+- **KV bytes per token** is the bf16 cache of one token over all KV layers (``kvcache``),
+  taken over the models that keep a per-token cache (attention-free models, 0 bytes, are left
+  out, as they are of G); ``kv_by_size`` gives its median per parameter-size class, classes by
+  total parameters:
   ``<3B`` [0, 3e9), ``3-15B`` [3e9, 15e9), ``15-80B`` [15e9, 80e9), ``>80B`` [80e9, inf),
   ``unknown`` when the count is not known.
 """
@@ -174,7 +176,7 @@ def _aggregate(period: str, start: date, weighting: str, rows: Sequence[TrendRow
             g_pairs.append((row.group_size, w))
             if row.group_size > G_TIPPING_POINT:
                 g_over += w
-        if row.kv_bytes_per_token is not None:
+        if row.kv_bytes_per_token:  # None (unknown) or 0 (no per-token cache) stay out
             kv_pairs.append((row.kv_bytes_per_token, w))
             cls = size_class(row.num_parameters)
             kv_by_class[cls].append((row.kv_bytes_per_token, w))

@@ -50,11 +50,13 @@ def upgrade() -> None:
     with op.batch_alter_table('hub_model', schema=None) as batch_op:
         batch_op.create_index('ix_hub_model_created_at_id', ['created_at', 'id'], unique=False)
         batch_op.create_index('ix_hub_model_downloads_id', ['downloads', 'id'], unique=False)
+        batch_op.create_index('ix_hub_model_author_created_at_id', ['author', 'created_at', 'id'], unique=False)
 
 
 
 def downgrade() -> None:
     with op.batch_alter_table('hub_model', schema=None) as batch_op:
+        batch_op.drop_index('ix_hub_model_author_created_at_id')
         batch_op.drop_index('ix_hub_model_downloads_id')
         batch_op.drop_index('ix_hub_model_created_at_id')
 

@@ -28,7 +28,6 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from observatory.alerts import email as mail
-from observatory.alerts.evaluate import new_id
 from observatory.alerts.tables import (
     AlertDelivery,
     AlertEvent,
@@ -36,6 +35,7 @@ from observatory.alerts.tables import (
     DeliveryAttempt,
     SubscriptionNotice,
     WebhookEndpoint,
+    new_id,
 )
 from observatory.alerts.webhooks import AttemptOutcome, retry_at, retry_delay, send_webhook
 from observatory.db import session_scope
@@ -48,6 +48,7 @@ _rng = random.Random()
 @dataclass(frozen=True)
 class Claim:
     delivery_id: int
+    subscription_id: int
     attempt_id: int
     number: int
     manual: bool
@@ -81,7 +82,7 @@ def _start_attempt(session: Session, delivery: AlertDelivery, now: datetime, set
     attempt = DeliveryAttempt(delivery_id=delivery.id, number=delivery.attempts, manual=manual, started_at=now)
     session.add(attempt)
     session.flush()
-    return Claim(delivery.id, attempt.id, delivery.attempts, manual, previous)
+    return Claim(delivery.id, delivery.subscription_id, attempt.id, delivery.attempts, manual, previous)
 
 
 def claim_due(engine: Engine, settings: Settings, now: datetime, limit: int) -> list[Claim]:
@@ -226,16 +227,23 @@ def send_pending_notices(engine: Engine, settings: Settings) -> int:
 
 
 def _run(engine: Engine, settings: Settings, claims: list[Claim], report: DeliveryReport) -> None:
-    def one(claim: Claim) -> None:
-        outcome, terminal = _send(engine, settings, claim)
-        record(engine, settings, claim, outcome, terminal, report)
+    """Subscriptions in parallel; each subscription's deliveries one after another, oldest first,
+    so a receiver that answers promptly sees events in the order they happened."""
+    queues: dict[int, list[Claim]] = {}
+    for claim in claims:
+        queues.setdefault(claim.subscription_id, []).append(claim)
 
-    if len(claims) <= 1:
-        for claim in claims:
-            one(claim)
+    def drain(queue: list[Claim]) -> None:
+        for claim in queue:
+            outcome, terminal = _send(engine, settings, claim)
+            record(engine, settings, claim, outcome, terminal, report)
+
+    if len(queues) <= 1:
+        for queue in queues.values():
+            drain(queue)
         return
     with ThreadPoolExecutor(max_workers=max(1, settings.webhook_workers)) as pool:
-        list(pool.map(one, claims))
+        list(pool.map(drain, queues.values()))
 
 
 def deliver_pending(engine: Engine, settings: Settings, *, now: datetime | None = None,
@@ -245,6 +253,11 @@ def deliver_pending(engine: Engine, settings: Settings, *, now: datetime | None 
     _run(engine, settings, claim_due(engine, settings, now or utcnow(), limit), report)
     report.notices_emailed = send_pending_notices(engine, settings)
     return report
+
+
+def scheduled_delivery(engine: Engine, settings: Settings) -> None:
+    """The scheduler job (``observatory.scheduler.JOBS``): one delivery pass."""
+    deliver_pending(engine, settings)
 
 
 class RedeliveryRefused(Exception):

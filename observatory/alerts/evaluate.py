@@ -16,7 +16,6 @@ the next evaluation; resolutions go only to those who want them (``send_resolved
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import quote, urlencode
@@ -35,6 +34,7 @@ from observatory.alerts.tables import (
     AlertSubscription,
     AlertSubscriptionRule,
     WebhookEndpoint,
+    new_id,
 )
 from observatory.alerts.webhooks import event_payload
 from observatory.db import session_scope
@@ -44,11 +44,6 @@ from observatory.trend_store import Population, load_trend_rows
 from observatory.trends import TrendRow
 
 TREND_KINDS = ("median_g_shift", "kind_share", "g_over_16_share")
-
-
-def new_id(prefix: str) -> str:
-    # Standard Webhooks ids must not contain "."; token_urlsafe never does.
-    return f"{prefix}_{secrets.token_urlsafe(16)}"
 
 
 @dataclass
@@ -324,3 +319,11 @@ def _catch_up(session: Session, settings: Settings, now: datetime) -> int:
         if event is not None:
             created += fan_out(session, settings, event, alert.rule_id, now)
     return created
+
+
+def after_crawl(engine: Engine, settings: Settings, run) -> None:
+    """The post-crawl step: evaluate on the new data, then send what is due."""
+    from observatory.alerts.delivery import deliver_pending
+
+    evaluate(engine, settings, crawl_run_id=getattr(run, "id", None))
+    deliver_pending(engine, settings)

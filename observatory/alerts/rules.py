@@ -69,6 +69,7 @@ from observatory.trends import (
     kind_bucket,
     points_from_groups,
 )
+from observatory.web.chart_specs import period_label  # pure: the labels the trend pages show
 
 MAX_MODELS_LISTED = 20  # models named in one alert; the payload says how many were left out
 
@@ -339,15 +340,6 @@ def transition(status: str | None, finding: Finding | None, *, stateful: bool, j
 
 def fingerprint(rule_key: str, labels: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps([rule_key, labels], sort_keys=True).encode()).hexdigest()[:32]
-
-
-def period_label(start: date, period: str) -> str:
-    if period == "month":
-        return start.strftime("%Y-%m")
-    if period == "quarter":
-        return f"{start.year}-Q{(start.month - 1) // 3 + 1}"
-    year, week, _ = start.isocalendar()
-    return f"{year}-W{week:02d}"
 
 
 def _iso(value: date | datetime | None) -> str | None:

@@ -12,12 +12,19 @@ URLs the owner may look up again.
 
 from __future__ import annotations
 
+import secrets
 from datetime import datetime
 
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
 from observatory.tables import utcnow
+
+
+def new_id(prefix: str) -> str:
+    """A public id such as ``msg_…``; Standard Webhooks ids must not contain ".", and
+    token_urlsafe never produces one."""
+    return f"{prefix}_{secrets.token_urlsafe(16)}"
 
 
 class AlertRule(SQLModel, table=True):

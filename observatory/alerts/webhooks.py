@@ -17,12 +17,12 @@ import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from email.utils import parsedate_to_datetime
 
 import httpx
 from standardwebhooks import Webhook
 
 from observatory.alerts import ssrf
+from observatory.hub.ratelimit import retry_after_seconds
 from observatory.settings import Settings
 
 MAX_PAYLOAD_BYTES = 20_000
@@ -90,22 +90,6 @@ class AttemptOutcome:
         return self.outcome == "success"
 
 
-def parse_retry_after(value: str | None, now: datetime) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - now).total_seconds())
-
-
 def classify(status: int, headers: httpx.Headers, now: datetime) -> tuple[str, str | None, float | None]:
     """(outcome, error, retry_after_s) for an HTTP answer."""
     if 200 <= status < 300:
@@ -117,7 +101,7 @@ def classify(status: int, headers: httpx.Headers, now: datetime) -> tuple[str, s
     if status == 410:
         return "gone", "HTTP 410 Gone: the receiver asked us to stop; endpoint disabled", None
     if status == 429 or status >= 500:
-        retry_after = parse_retry_after(headers.get("retry-after"), now)
+        retry_after = retry_after_seconds(headers, now)
         return "throttled", f"HTTP {status}", retry_after
     return "failure", f"HTTP {status}", None
 

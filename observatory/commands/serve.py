@@ -52,12 +52,16 @@ def served_app() -> FastAPI:
 
 
 def prepare_store(settings: Settings) -> None:
-    """Schema up to date and, on a fresh store, the bundled snapshot loaded."""
+    """Schema up to date, on a fresh store the bundled snapshot loaded, trends current; each
+    worker's start-up then finds nothing left to do."""
     from observatory.db import get_engine, upgrade
     from observatory.snapshot import ensure_snapshot
+    from observatory.trend_store import ensure_trends
 
     upgrade(settings.resolved_database_url)
-    ensure_snapshot(get_engine(settings), settings)
+    engine = get_engine(settings)
+    ensure_snapshot(engine, settings)
+    ensure_trends(engine)
 
 
 def _check_port(host: str, port: int) -> None:

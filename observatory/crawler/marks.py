@@ -27,6 +27,8 @@ def created_stop(*, mark: datetime | None, floor: datetime | None, since: dateti
     """
     if mark is not None:
         stop = mark - overlap
+        if floor is not None:  # the overlap never reaches below what the scope covers
+            stop = max(stop, floor)
         return min(stop, since) if since is not None else stop
     if since is not None:
         return since

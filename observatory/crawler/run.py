@@ -22,7 +22,6 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
-from itertools import islice
 
 from sqlalchemy.engine import Engine
 
@@ -82,13 +81,13 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
                 job.created_pass(since=since, max_models=max_models)
                 job.modified_pass()
             except (RateLimited, LeaseLost) as exc:
-                status, error = "interrupted", str(exc)
+                status, error = "interrupted", _one_line(exc)
             except KeyboardInterrupt:
                 status, error = "interrupted", "interrupted by the user"
                 raise
             except Exception as exc:  # recorded on the run, then re-raised for the caller
                 log.exception("crawl failed")
-                status, error = "failed", f"{type(exc).__name__}: {exc}"[:2000]
+                status, error = "failed", _one_line(exc)
                 raise
             finally:
                 job.close()
@@ -176,7 +175,7 @@ class _Crawl:
         listing = list_newest(settings, "created_at", author=self.scope.author, hub_filter=list(self.scope.hub_filter))
         budget = max_models
         top, last, complete, out_of_budget = None, None, False, False
-        for item, knowledge in self._examine(listing):
+        for item, knowledge in self._examine(listing, lambda i: marks.below(i.created_at, stop)):
             if marks.below(item.created_at, stop):
                 complete = True
                 break
@@ -217,8 +216,9 @@ class _Crawl:
         listing = list_newest(self.settings, "last_modified", author=self.scope.author,
                               hub_filter=list(self.scope.hub_filter))
         top, complete = None, False
-        for item, knowledge in self._examine(listing, tracked_only=True):
-            if marks.below(item.last_modified, stop):
+        past = lambda i: marks.below(i.last_modified, stop)  # noqa: E731
+        for item, knowledge in self._examine(listing, past, tracked_only=True):
+            if past(item):
                 complete = True
                 break
             top = marks.advance(top, item.last_modified)
@@ -239,15 +239,18 @@ class _Crawl:
 
     # -- per entry ----------------------------------------------------------------------------
 
-    def _examine(self, listing: Iterator[Listed], tracked_only: bool = False):
-        """Listing entries with what the store knows about them, looked up a chunk at a time."""
-        while chunk := list(islice(listing, CHUNK)):
+    def _examine(self, listing: Iterator[Listed], stop: Callable[[Listed], bool], tracked_only: bool = False):
+        """Listing entries with what the store knows about them, looked up a chunk at a time.
+
+        A chunk ends at the first entry past the stop, so no page beyond it is ever requested.
+        """
+        while chunk := _take_until(listing, CHUNK, stop):
             ids = [item.id for item in chunk if is_valid_repo_id(item.id)]
             with session_scope(self.engine) as session:
                 knowledge = store.known(session, ids)
                 follow = store.tracked(session, ids) if tracked_only else None
             for item in chunk:
-                if follow is not None and item.id not in follow:
+                if follow is not None and item.id not in follow and not stop(item):
                     self.seen += 1
                     self.skipped["untracked"] += 1
                     continue
@@ -337,6 +340,29 @@ class _Crawl:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _one_line(exc: BaseException) -> str:
+    """Exception text for a stored run and a CLI line: server messages often span lines."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:2000]
+
+
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
+
+def _take_until(items: Iterator[Listed], size: int, stop: Callable[[Listed], bool]) -> list[Listed]:
+    """Up to ``size`` items, ending early with (and including) the first one that is past the stop."""
+    chunk = []
+    for item in items:
+        chunk.append(item)
+        if stop(item) or len(chunk) >= size:
+            break
+    return chunk
+
+
+def scheduled_crawl(engine: Engine, settings: Settings) -> CrawlRun | None:
+    """The scheduler's crawl job: the default scope, bounded by ``crawl_max_models``."""
+    try:
+        return crawl(engine, settings, max_models=settings.crawl_max_models)
+    except CrawlBusy:
+        log.info("scheduled crawl skipped: another crawl is running")
+        return None

@@ -82,17 +82,21 @@ def due_failures(session: Session, now: datetime, limit: int) -> list[CrawlFailu
 def write(session: Session, works: Iterable[Work], *, run_id: int, policy: RetryPolicy,
           now: datetime) -> list[str]:
     """Store fetched configs and failures; one label per work: new, changed, or a failure reason."""
+    works = list(works)
+    # One query for the batch's failure rows instead of one per model (most models have none).
+    open_rows = {f.model_id: f for f in session.exec(
+        select(CrawlFailure).where(col(CrawlFailure.model_id).in_([w.model_id[:200] for w in works])))}
     labels = []
     for work in works:
         fetched = work.fetched
         assert fetched is not None
         if fetched.reason == "invalid_id":
-            _record_failure(session, work, fetched, run_id=run_id, policy=policy, now=now)
+            _record_failure(session, open_rows, work, fetched, run_id=run_id, policy=policy, now=now)
             labels.append(fetched.reason)
             continue
         model = upsert_model(session, work.model_id, **work.fields)
         if not fetched.ok:
-            _record_failure(session, work, fetched, run_id=run_id, policy=policy, now=now)
+            _record_failure(session, open_rows, work, fetched, run_id=run_id, policy=policy, now=now)
             labels.append(fetched.reason)
             continue
         revision, _created = record_config(session, work.model_id, fetched.text, work.sha, fetched_at=now)
@@ -100,10 +104,10 @@ def write(session: Session, works: Iterable[Work], *, run_id: int, policy: Retry
             model.sha = work.sha
         if revision.parse_status == "error":
             failure = Fetched(reason=parse_failure_reason(revision.raw_text), detail=revision.parse_error)
-            _record_failure(session, work, failure, run_id=run_id, policy=policy, now=now)
+            _record_failure(session, open_rows, work, failure, run_id=run_id, policy=policy, now=now)
             labels.append(failure.reason)
             continue
-        _resolve_failure(session, work.model_id, now)
+        _resolve_failure(open_rows.get(work.model_id), now)
         labels.append("changed" if work.had_revision else "new")
     session.flush()
     return labels
@@ -118,16 +122,16 @@ def parse_failure_reason(raw_text: str) -> str:
     return "unparseable_geometry"
 
 
-def _record_failure(session: Session, work: Work, fetched: Fetched, *, run_id: int,
-                    policy: RetryPolicy, now: datetime) -> None:
+def _record_failure(session: Session, rows: dict[str, CrawlFailure], work: Work, fetched: Fetched, *,
+                    run_id: int, policy: RetryPolicy, now: datetime) -> None:
     key = work.model_id[:200]
-    row = session.get(CrawlFailure, key)
+    row = rows.get(key)
     open_row = row is not None and row.resolved_at is None
     state = next_state(previous_attempts=row.attempts if open_row else 0,
                        same_sha=open_row and row.sha == work.sha,
                        transient=fetched.transient, now=now, policy=policy)
     if row is None:
-        row = CrawlFailure(model_id=key, reason=fetched.reason, first_failed_at=now)
+        row = rows[key] = CrawlFailure(model_id=key, reason=fetched.reason, first_failed_at=now)
         session.add(row)
     elif not (open_row and row.sha == work.sha):
         row.first_failed_at = now
@@ -145,8 +149,7 @@ def _record_failure(session: Session, work: Work, fetched: Fetched, *, run_id: i
     row.run_id = run_id
 
 
-def _resolve_failure(session: Session, model_id: str, now: datetime) -> None:
-    row = session.get(CrawlFailure, model_id)
+def _resolve_failure(row: CrawlFailure | None, now: datetime) -> None:
     if row is not None and row.resolved_at is None:
         row.resolved_at = now
         row.transient = False

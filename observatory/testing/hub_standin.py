@@ -11,7 +11,8 @@ at (``endpoint=stand_in.url``), speaking the subset of the Hub's API in hub-api.
 - ``HEAD``/``GET /{repo}/resolve/{rev}/{file}``: the true ``Content-Length`` on HEAD too,
   a quoted git-blob ``ETag``, ``X-Repo-Commit``, ``X-Error-Code`` on every error; optionally the
   Hub's 307 to ``/api/resolve-cache/models/{repo}/{commit}/{file}`` (``redirect_resolve=True``).
-- ``RateLimit``/``RateLimit-Policy`` headers and real 429s when a per-bucket ``quota`` is set.
+- ``RateLimit``/``RateLimit-Policy`` headers and real 429s when a per-bucket ``quota`` is set;
+  ``latency_s`` delays every answer, standing in for the round trip to the real Hub.
 
 Faults are injected with ``add_fault`` (status, headers, delay, how many times, which repo) and
 ``on_listing_page`` (a hook run after each listing page is served: create a repo mid-crawl).
@@ -127,8 +128,9 @@ def _cursor_decode(text: str):
 class HubStandin:
     def __init__(self, *, page_size: int = MAX_PAGE, redirect_resolve: bool = False,
                  quota: dict[str, int] | None = None, window_s: int = 300,
-                 approved_tokens: tuple[str, ...] = ()) -> None:
+                 approved_tokens: tuple[str, ...] = (), latency_s: float = 0.0) -> None:
         self.page_size = page_size
+        self.latency_s = latency_s  # added to every API/resolver answer: a WAN round trip
         self.redirect_resolve = redirect_resolve
         self.quota = quota or {}  # bucket -> requests per window
         self.window_s = window_s
@@ -143,7 +145,7 @@ class HubStandin:
         self._window_start = time.monotonic()
         self._used: Counter[str] = Counter()
         self._pages_served = 0
-        self._clock = 0
+        self._last_now: datetime | None = None
         self._server: ThreadingHTTPServer | None = None
 
     # -- content ------------------------------------------------------------------------------
@@ -152,13 +154,13 @@ class HubStandin:
                  files: dict[str, bytes] | None = None, **fields) -> Repo:
         """A repo with ``config`` (dict, str or bytes; None: no config.json) and other ``files``."""
         with self._lock:
-            now = created_at or self._now()
+            now = _ms(created_at) if created_at else self._now()
             content = dict(files or {})
             if config is not None:
                 content["config.json"] = _as_bytes(config)
             content.setdefault(".gitattributes", b"*.bin filter=lfs\n")
             sha = self._commit_sha(repo_id, content)
-            repo = Repo(id=repo_id, created_at=now, last_modified=fields.pop("last_modified", now), sha=sha,
+            repo = Repo(id=repo_id, created_at=now, last_modified=_ms(fields.pop("last_modified", None) or now), sha=sha,
                         files=content, history={sha: content}, **fields)
             self.repos[repo_id] = repo
             self._order.clear()
@@ -175,9 +177,16 @@ class HubStandin:
             repo.files = content
             repo.sha = self._commit_sha(repo_id, content)
             repo.history[repo.sha] = content
-            repo.last_modified = at or self._now()
+            repo.last_modified = _ms(at) if at else self._now()
             self._order.clear()
             return repo
+
+    def set_stats(self, repo_id: str, *, downloads: int | None = None, likes: int | None = None) -> None:
+        with self._lock:
+            repo = self.repos[repo_id]
+            repo.downloads = repo.downloads if downloads is None else downloads
+            repo.likes = repo.likes if likes is None else likes
+            self._order.clear()
 
     def remove_repo(self, repo_id: str) -> None:
         with self._lock:
@@ -196,9 +205,12 @@ class HubStandin:
             self.log.clear()
 
     def _now(self) -> datetime:
-        # Strictly increasing, so repos created in one instant still have an order.
-        self._clock += 1
-        return datetime.now(timezone.utc).replace(microsecond=0) + timedelta(milliseconds=self._clock % 1000)
+        # Strictly increasing (1 ms apart at least), so repos created in one instant keep an order.
+        now = _ms(datetime.now(timezone.utc))
+        if self._last_now is not None and now <= self._last_now:
+            now = self._last_now + timedelta(milliseconds=1)
+        self._last_now = now
+        return now
 
     def _commit_sha(self, repo_id: str, content: dict[str, bytes]) -> str:
         digest = hashlib.sha1(repo_id.encode())
@@ -297,6 +309,7 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the Hub
+    disable_nagle_algorithm = True  # headers and body are two writes; Nagle would stall the second
     hub: HubStandin
 
     def log_message(self, *args) -> None:
@@ -309,6 +322,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch(head=False)
 
     def do_POST(self) -> None:
+        self._head, self._limit_headers = False, {}
         parts = urlsplit(self.path)
         if parts.path == "/_standin/reset":
             self.hub.reset_counts()
@@ -327,7 +341,7 @@ class _Handler(BaseHTTPRequestHandler):
     # -- routing ------------------------------------------------------------------------------
 
     def _dispatch(self, head: bool) -> None:
-        self._head = head
+        self._head, self._limit_headers = head, {}  # one handler serves many keep-alive requests
         parts = urlsplit(self.path)
         path = unquote(parts.path)
         query = parse_qs(parts.query, keep_blank_values=True)
@@ -339,7 +353,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._guarded("listing", None, "api", lambda: self._listing(query))
         if path.startswith("/api/resolve-cache/models/"):
             segments = path.removeprefix("/api/resolve-cache/models/").split("/")
-            repo_id, rest = _split_repo(segments, marker_len=None)
+            repo_id, rest = _split_repo(segments)
             return self._guarded("resolve", repo_id, "resolvers",
                                  lambda: self._resolve(repo_id, rest[0] if rest else "", "/".join(rest[1:]), cache=True))
         if path.startswith("/api/models/"):
@@ -361,6 +375,8 @@ class _Handler(BaseHTTPRequestHandler):
         counted = f"{kind}_{self.command.lower()}" if kind == "resolve" else kind
         with self.hub._lock:
             self.hub.counts[counted] += 1
+        if self.hub.latency_s:
+            time.sleep(self.hub.latency_s)
         fault = self.hub.take_fault(kind, repo_id)
         if fault is not None:
             if fault.delay:
@@ -372,6 +388,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(fault.status, body, fault.headers)
         allowed, self._limit_headers = self.hub.ratelimit(bucket)
         if not allowed:
+            with self.hub._lock:
+                self.hub.counts["rate_limited"] += 1
             return self._error(429, None, f"you have reached your '{bucket}' rate limit")
         answer()
 
@@ -480,7 +498,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
 
-def _split_repo(segments: list[str], marker_len=None) -> tuple[str, list[str]]:
+def _split_repo(segments: list[str]) -> tuple[str, list[str]]:
     """Repo id (one or two segments) and the rest, for resolve-cache paths: {repo}/{commit}/{file}."""
     if len(segments) >= 3 and len(segments[1]) != 40:
         return "/".join(segments[:2]), segments[2:]
@@ -499,6 +517,11 @@ def _matches(repo: Repo, query: dict[str, list[str]]) -> bool:
         return False
     search = query.get("search", [None])[0]
     return not search or search.lower() in repo.id.lower()
+
+
+def _ms(value: datetime) -> datetime:
+    """The Hub's dates carry milliseconds; keep only those so what is stored is what is served."""
+    return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
 def _as_bytes(config) -> bytes:
@@ -544,8 +567,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repos", type=int, default=1000, help="synthetic LM repos to create")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--redirect", action="store_true", help="answer resolve with the Hub's 307")
+    parser.add_argument("--latency-ms", type=float, default=0.0, help="delay added to every answer")
     args = parser.parse_args(argv)
-    hub = HubStandin(redirect_resolve=args.redirect)
+    hub = HubStandin(redirect_resolve=args.redirect, latency_s=args.latency_ms / 1000)
     populate(hub, args.repos)
     hub.start(args.port)
     print(hub.url, flush=True)

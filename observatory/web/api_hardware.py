@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from observatory import hardware, kvcache, roofline
 from observatory.queries import HardwareInfo, RooflinePoint, current_geometry, hardware_info, roofline_point
 from observatory.tables import HubModel
-from observatory.web.api_models import REPO_ID_PATTERN, checked_model_id
+from observatory.web.api_common import REPO_ID_PATTERN, checked_model_id
 from observatory.web.deps import ReadSessionDep
 from observatory.web.errors import ERROR_RESPONSES, ApiError
 

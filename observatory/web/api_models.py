@@ -31,20 +31,12 @@ from observatory.queries import (
     iter_models,
     list_models,
 )
-from observatory.repo_ids import InvalidRepoId, validate_repo_id
+from observatory.web.api_common import CSV_RESPONSE, REPO_ID_PATTERN, checked_model_id, model_response
 from observatory.web.deps import EngineDep, ReadSessionDep, SettingsDep
 from observatory.web.errors import ERROR_RESPONSES, ApiError
 from observatory.web.pages import csv_response
 
 router = APIRouter(prefix="/api/v1", tags=["models"], responses=ERROR_RESPONSES)
-
-# The Hub's repo-id grammar as a JSON-schema pattern, a little stricter than validate_repo_id
-# (no "-" or "." before another "-" or ".") so every id a client builds from it is accepted.
-_PART = r"[A-Za-z0-9](?:[A-Za-z0-9_]|[-.][A-Za-z0-9_]){0,47}"
-REPO_ID_PATTERN = rf"^(?:{_PART}/)?{_PART}$"
-CSV_RESPONSE = {200: {"content": {"text/csv": {"schema": {"type": "string"}}},
-                      "description": "The same rows as CSV when format=csv"}}
-
 
 class ModelListResponse(BaseModel):
     ok: bool = True
@@ -55,13 +47,6 @@ class ModelListResponse(BaseModel):
 
 class ModelDetailResponse(ModelDetail):
     ok: bool = True
-
-
-def checked_model_id(model_id: str) -> str:
-    try:
-        return validate_repo_id(model_id)
-    except InvalidRepoId as exc:
-        raise ApiError(400, f"model_id: {exc}") from None
 
 
 def _list_page(session: Session, params: ModelListParams) -> Page:
@@ -84,7 +69,7 @@ def _csv_export(engine: Engine, params: ModelListParams, max_rows: int) -> Respo
 
 @router.get("/models", response_model=ModelListResponse, responses=CSV_RESPONSE,
             summary="List models (filter, sort, keyset pages)")
-def models(request: Request, response: Response, session: ReadSessionDep, engine: EngineDep,
+def models(request: Request, session: ReadSessionDep, engine: EngineDep,
            settings: SettingsDep, params: Annotated[ModelListParams, Query()],
            format: Annotated[Literal["json", "csv"], Query(description="csv streams every page")] = "json"):
     """Models with their current geometry. Pages follow ``next`` (also in ``next_url`` and a
@@ -94,9 +79,8 @@ def models(request: Request, response: Response, session: ReadSessionDep, engine
     if format == "csv":
         return _csv_export(engine, params, settings.api_csv_max_rows)
     next_url = str(request.url.include_query_params(next=page.next)) if page.next else None
-    if next_url:
-        response.headers["Link"] = f'<{next_url}>; rel="next"'
-    return ModelListResponse(rows=page.rows, next=page.next, next_url=next_url)
+    headers = {"Link": f'<{next_url}>; rel="next"'} if next_url else None
+    return model_response(ModelListResponse(rows=page.rows, next=page.next, next_url=next_url), headers)
 
 
 @router.get("/models.csv", response_class=Response, response_model=None, responses=CSV_RESPONSE,
@@ -118,7 +102,7 @@ def model(session: ReadSessionDep,
     detail = get_model_detail(session, checked_model_id(model_id))
     if detail is None:
         raise ApiError(404, f"no model {model_id!r} in the store")
-    return ModelDetailResponse(**detail.model_dump())
+    return model_response(ModelDetailResponse.model_construct(**dict(detail), ok=True))
 
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")

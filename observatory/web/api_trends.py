@@ -7,7 +7,6 @@ for the request.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from datetime import date, datetime
 from typing import Annotated, Literal
 
@@ -15,9 +14,10 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, Field, model_validator
 
+from observatory.queries import IsoDate
 from observatory.trend_store import STANDARD_THRESHOLDS, Population, read_trends
 from observatory.trends import G_TIPPING_POINT, KIND_BUCKETS, SIZE_CLASSES
-from observatory.web.api_models import CSV_RESPONSE
+from observatory.web.api_common import CSV_RESPONSE, model_response
 from observatory.web.deps import ReadSessionDep
 from observatory.web.errors import ERROR_RESPONSES
 from observatory.web.pages import TREND_CSV_COLUMNS, csv_response, jsonable, point_record, trend_csv_row
@@ -33,8 +33,8 @@ class TrendParams(BaseModel):
         "are precomputed, other values are computed per request"))
     author: str | None = Field(None, min_length=1, max_length=100, description="One organisation")
     model_type: str | None = Field(None, min_length=1, max_length=100, description="One architecture family")
-    since: date | None = Field(None, description="First day of interest (its whole period is included)")
-    until: date | None = Field(None, description="Last day of interest")
+    since: IsoDate | None = Field(None, description="First day of interest (its whole period is included)")
+    until: IsoDate | None = Field(None, description="Last day of interest")
 
     @model_validator(mode="after")
     def _range(self) -> TrendParams:
@@ -103,13 +103,12 @@ def trends(session: ReadSessionDep, params: Annotated[TrendParams, Query()],
     if format == "csv":
         return _csv(series, params)
     p = series.population
-    return TrendsResponse(
+    return model_response(TrendsResponse(
         period=series.period, weighting=series.weighting,
         population=PopulationOut(key=p.key, min_downloads=p.min_downloads, author=p.author, model_type=p.model_type),
         precomputed=series.precomputed, computed_at=series.computed_at,
-        points=[TrendPointOut(**{k: v for k, v in asdict(pt).items() if k not in ("period", "weighting")})
-                for pt in series.points],
-    )
+        points=[TrendPointOut.model_validate(pt, from_attributes=True) for pt in series.points],
+    ))
 
 
 @router.get("/trends.csv", response_class=Response, response_model=None, responses=CSV_RESPONSE,

@@ -128,9 +128,9 @@ def ridge_points(devices: Iterable[dict]) -> dict:
     series: dict[str, list[dict]] = {}
     for d in devices:
         for key, label in (("ridge_bf16", "BF16 dense"), ("ridge_fp8", "FP8 dense")):
-            if d.get(key) and d.get("release_date"):
+            if d.get(key) and d.get("released"):
                 series.setdefault(label, []).append(
-                    {"x": epoch_ms(date.fromisoformat(str(d["release_date"])[:10])), "y": d[key], "name": d["name"]}
+                    {"x": epoch_ms(date.fromisoformat(str(d["released"])[:10])), "y": d[key], "name": d["name"]}
                 )
     return {
         "type": "xy",
@@ -141,12 +141,11 @@ def ridge_points(devices: Iterable[dict]) -> dict:
     }
 
 
-def roofline(devices: Sequence[dict], marks: Sequence[dict], shown: int = 4) -> dict:
+def roofline(devices: Sequence[dict], marks: Sequence[dict]) -> dict:
     """Attainable FLOP/s against arithmetic intensity: one roof per device (bandwidth slope,
-    then the flat compute peak), and the model's decode attention as points on each shown roof.
+    then the flat compute peak), and the model's decode attention as points on each roof.
 
     ``devices``: ``{"name", "bandwidth", "peak_flops"}``; ``marks``: ``{"label", "ai"}`` (FLOP/byte).
-    Only the first ``shown`` devices are drawn at first; the legend toggles the rest.
     """
     ais = [m["ai"] for m in marks if m.get("ai")] + [d["peak_flops"] / d["bandwidth"] for d in devices]
     lo = min([0.25] + [a / 4 for a in ais])
@@ -155,19 +154,18 @@ def roofline(devices: Sequence[dict], marks: Sequence[dict], shown: int = 4) -> 
     for i, d in enumerate(devices):
         ridge = d["peak_flops"] / d["bandwidth"]
         series.append({
-            "label": d["name"], "style": "line", "colour": f"series:{i % 8 + 1}", "point_radius": 0,
-            "hidden": i >= shown,
+            "label": d["name"], "style": "line", "colour": f"series:{i % 6 + 1}", "point_radius": 0, "width": 1.5,
             "points": [{"x": lo, "y": lo * d["bandwidth"]}, {"x": ridge, "y": d["peak_flops"]},
                        {"x": hi, "y": d["peak_flops"]}],
         })
-    for j, m in enumerate(marks):
+    for m in marks:
         if not m.get("ai"):
             continue
         series.append({
-            "label": m["label"], "style": "points", "colour": "kind:MHA" if m.get("counterfactual") else "kind:GQA",
-            "point_radius": 5,
+            "label": m["label"], "style": "points", "colour": "kind:none" if m.get("counterfactual") else "series:8",
+            "shape": "triangle" if m.get("counterfactual") else "rectRot", "point_radius": 6,
             "points": [{"x": m["ai"], "y": min(d["peak_flops"], m["ai"] * d["bandwidth"]), "name": f"{m['label']} on {d['name']}"}
-                       for d in devices[:shown]],
+                       for d in devices],
         })
     return {"type": "xy", "x": {"type": "log", "unit": "flop_per_byte", "title": "arithmetic intensity (FLOP per byte)"},
             "y": {"type": "log", "unit": "flops", "title": "attainable FLOP/s"}, "series": series}

@@ -57,6 +57,10 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(422, [_describe(e) for e in exc.errors()])
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException):
+    async def _http(request: Request, exc: StarletteHTTPException):
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        from observatory.web.rendering import error_page, wants_html  # (imports pages would cycle)
+
+        if wants_html(request):  # a browser on a page URL gets the error page, same status
+            return error_page(request, exc.status_code, [detail], headers=getattr(exc, "headers", None))
         return error_response(exc.status_code, [detail], headers=getattr(exc, "headers", None))

@@ -2,9 +2,9 @@
 
 Datasette's convention: the JSON twin returns exactly the data the template renders, so a
 reader can cite a page and a script can fetch the same numbers. Every handler builds one
-JSON-safe ``data`` dict; ``respond`` renders it as HTML, JSON or CSV. Query logic lives in
-``observatory.queries`` / ``observatory.trends`` (shared with the /api/v1 routers); this module
-only shapes their answers for people.
+JSON-safe ``data`` dict and answers it as HTML, JSON or CSV (``rendering``). Query logic lives
+in ``observatory.queries``, ``trend_store``, ``crawler.health`` and ``bench.store`` (shared with
+the /api/v1 routers); this module only shapes their answers for people.
 
 Untrusted strings (model ids, config values, query parameters) reach the templates only
 through Jinja2 autoescaping; chart data is embedded with ``|tojson`` inside
@@ -13,298 +13,54 @@ through Jinja2 autoescaping; chart data is embedded with ``|tojson`` inside
 
 from __future__ import annotations
 
-import csv
-import hashlib
-import io
-import math
 from collections.abc import Callable, Iterable
-from datetime import date, datetime, timezone
-from functools import lru_cache
-from pathlib import Path
-from typing import Any
-from urllib.parse import quote, urlencode
-
 from dataclasses import asdict
+from functools import lru_cache
+from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ValidationError
 from sqlmodel import Session
 
-from observatory.db import PROJECT_ROOT, read_only
+from observatory import kvcache, roofline
+from observatory.bench.store import latest_results, results_for_model
+from observatory.crawler.health import crawler_health, open_failures, recent_runs, run_to_dict
+from observatory.db import read_only
+from observatory.geometry import PARSER_VERSION, Geometry, parse_geometry
+from observatory.hardware import load_catalog
 from observatory.queries import (
     ATTENTION_KINDS,
     MAX_PAGE_SIZE,
     SUMMARY_FIELDS,
     InvalidPageToken,
     ModelListParams,
+    current_geometry,
+    get_model_detail,
+    hardware_info,
     list_models,
+    roofline_point,
+    store_counts,
 )
+from observatory.repo_ids import InvalidRepoId, validate_repo_id
+from observatory.tables import HubModel
 from observatory.trend_store import STANDARD_THRESHOLDS, Population, plotted_trend_rows, read_trends
 from observatory.trends import G_TIPPING_POINT, KIND_BUCKETS, PERIODS, SIZE_CLASSES, WEIGHTINGS, TrendPoint
 from observatory.web import chart_specs
-from observatory.web.errors import ApiError
-
-TEMPLATES_DIR = PROJECT_ROOT / "templates"
-STATIC_DIR = Path(__file__).resolve().parent / "static"
-
-NAV = (
-    ("/", "Overview"),
-    ("/trends", "Trends"),
-    ("/models", "Models"),
-    ("/hardware", "Hardware"),
-    ("/crawl", "Crawl"),
-    ("/methodology", "Methodology"),
+from observatory.web.errors import ApiError, _describe
+from observatory.web.rendering import (  # noqa: F401  (re-exported: API routers and alerts pages use them)
+    FORMATS,
+    csv_response,
+    error_page,
+    json_response,
+    jsonable,
+    page_url,
+    render,
 )
 
-FORMATS = {
-    "json": ("application/json", "JSON"),
-    "csv": ("text/csv", "CSV"),
-}
-
 router = APIRouter(include_in_schema=False)
-
-
-# ---- formatting (the same rules as the scripts in static/, so both views agree) -----------
-
-DASH = "—"
-
-
-def fmt_num(value: Any, digits: int = 3) -> str:
-    """Whole numbers with thousands separators; others to ``digits`` significant figures."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return DASH
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) < 1e15):
-        return f"{int(value):,}"
-    if abs(value) >= 1000:
-        return f"{round(value):,}"
-    return f"{float(f'{value:.{digits}g}'):g}"
-
-
-def fmt_pct(value: float | None, digits: int = 1) -> str:
-    return DASH if value is None else f"{value * 100:.{digits}f}%"
-
-
-def _scaled(value: float, base: int, units: tuple[str, ...]) -> str:
-    i = 0
-    while i < len(units) - 1 and abs(value) >= base:
-        value /= base
-        i += 1
-    digits = 0 if value >= 100 or i == 0 else 1 if value >= 10 else 2
-    return f"{value:,.{digits}f} {units[i]}"
-
-
-def fmt_bytes(value: float | None) -> str:
-    """Decimal units (kB = 1000 B, GB = 10**9 B), as kv-calculator.js prints them."""
-    return DASH if value is None else _scaled(value, 1000, ("B", "kB", "MB", "GB", "TB", "PB"))
-
-
-def fmt_bytes_binary(value: float | None) -> str:
-    """Binary units (KiB = 1024 B, GiB = 2**30 B)."""
-    return DASH if value is None else _scaled(value, 1024, ("B", "KiB", "MiB", "GiB", "TiB", "PiB"))
-
-
-def fmt_flops(value: float | None) -> str:
-    if value is None:
-        return DASH
-    for bound, suffix in ((1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s")):
-        if abs(value) >= bound:
-            return f"{fmt_num(value / bound)} {suffix}"
-    return f"{fmt_num(value)} FLOP/s"
-
-
-def fmt_seconds(value: float | None) -> str:
-    if value is None:
-        return DASH
-    if value >= 1:
-        return f"{fmt_num(value)} s"
-    if value >= 1e-3:
-        return f"{fmt_num(value * 1e3)} ms"
-    return f"{fmt_num(value * 1e6)} µs"
-
-
-def fmt_date(value: Any) -> str:
-    if value is None:
-        return DASH
-    if isinstance(value, str):
-        return value[:10]
-    return value.strftime("%Y-%m-%d")
-
-
-def fmt_datetime(value: Any) -> str:
-    if value is None:
-        return DASH
-    if isinstance(value, str):
-        return value.replace("T", " ")[:16] + " UTC"
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def jsonable(value: Any) -> Any:
-    """Dates as ISO strings, tuples as lists, non-finite floats as null (JSON has no NaN)."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        return value.isoformat()
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-# ---- the template environment -------------------------------------------------------------
-
-
-@lru_cache(maxsize=64)
-def _static_version(name: str) -> str:
-    path = STATIC_DIR / name
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:10]
-    except OSError:
-        return "0"
-
-
-def static_url(name: str) -> str:
-    """A /static URL with a content hash, so a changed file is never served from a stale cache."""
-    return f"/static/{name}?v={_static_version(name)}"
-
-
-def model_url(model_id: str, suffix: str = "") -> str:
-    # Repo ids are validated ("org/name" of [A-Za-z0-9_.-]); quote anyway so a URL is always a URL.
-    return "/models/" + quote(model_id, safe="/") + suffix
-
-
-@lru_cache(maxsize=1)
-def environment() -> Environment:
-    env = Environment(
-        loader=FileSystemLoader(str(TEMPLATES_DIR)),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters.update(
-        num=fmt_num, pct=fmt_pct, bytes=fmt_bytes, gib=fmt_bytes_binary, flops=fmt_flops,
-        seconds=fmt_seconds, date=fmt_date, datetime=fmt_datetime,
-    )
-    env.globals.update(static=static_url, model_url=model_url, nav=NAV)
-    return env
-
-
-# ---- responding in three formats ------------------------------------------------------------
-
-
-def page_url(request: Request, fmt: str | None = None, **changes: Any) -> str:
-    """This page's URL in another format and/or with some query parameters changed."""
-    params = dict(request.query_params)
-    for key, value in changes.items():
-        if value is None:
-            params.pop(key, None)
-        else:
-            params[key] = str(value)
-    path = request.url.path
-    for ext in FORMATS:
-        if path.endswith("." + ext):
-            path = path[: -len(ext) - 1]
-    if fmt:
-        path = ("/index" if path == "/" else path) + "." + fmt
-    query = urlencode(params)
-    return path + ("?" + query if query else "")
-
-
-def format_links(request: Request, formats: Iterable[str]) -> list[dict]:
-    return [
-        {"url": page_url(request, fmt), "media_type": FORMATS[fmt][0], "label": FORMATS[fmt][1]}
-        for fmt in formats
-    ]
-
-
-def csv_cell(value: Any) -> Any:
-    """One CSV cell. Strings that a spreadsheet would run as a formula get a leading quote
-    (OWASP's CSV-injection advice): config strings are untrusted."""
-    if value is None:
-        return ""
-    if isinstance(value, (list, tuple)):
-        value = "; ".join(str(v) for v in value)
-    if isinstance(value, (datetime, date)):
-        return jsonable(value)
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
-def csv_response(columns: list[str], rows: Iterable[dict], filename: str, headers: dict | None = None) -> Response:
-    def generate() -> Iterable[str]:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\r\n")
-        writer.writerow(columns)
-        for i, row in enumerate(rows):
-            writer.writerow([csv_cell(row.get(c)) for c in columns])
-            if i % 200 == 0:
-                yield buffer.getvalue()
-                buffer.seek(0)
-                buffer.truncate()
-        yield buffer.getvalue()
-
-    all_headers = {"Content-Disposition": f'inline; filename="{filename}"'}
-    all_headers.update(headers or {})
-    return StreamingResponse(generate(), media_type="text/csv; charset=utf-8", headers=all_headers)
-
-
-def render(
-    request: Request,
-    template: str,
-    data: dict,
-    *,
-    title: str,
-    nav: str | None = None,
-    formats: Iterable[str] = ("json",),
-    status: int = 200,
-    headers: dict | None = None,
-    **extra: Any,
-) -> HTMLResponse:
-    context = {
-        "request": request,
-        "title": title,
-        "nav_current": nav,
-        "formats": format_links(request, formats),
-        "charts": False,
-        **data,
-        **extra,
-    }
-    html = environment().get_template(template).render(context)
-    return HTMLResponse(html, status_code=status, headers=headers)
-
-
-def json_response(data: dict, status: int = 200, headers: dict | None = None) -> JSONResponse:
-    return JSONResponse({"ok": True, **jsonable(data)}, status_code=status, headers=headers)
-
-
-def error_page(request: Request, status: int, errors: list[str]) -> HTMLResponse:
-    titles = {400: "Bad request", 404: "Not found", 422: "Invalid parameter", 500: "Server error"}
-    return render(
-        request, "error.html", {"status": status, "errors": errors},
-        title=titles.get(status, "Error"), formats=(), status=status,
-    )
-
-
-def wants_html(request: Request) -> bool:
-    """Whether an error on this request should be a page rather than the JSON error shape."""
-    path = request.url.path
-    if path.startswith(("/api/", "/static/")) or path.endswith((".json", ".csv")):
-        return False
-    accept = request.headers.get("accept", "")
-    return "text/html" in accept or not accept or accept == "*/*"
 
 
 def page(path: str, formats: tuple[str, ...] = ("json",)):
@@ -432,9 +188,10 @@ def _latest(points: list[TrendPoint]) -> TrendPoint | None:
 
 
 def plotted_note(shown: int, total: int) -> str:
+    """Which models the per-model points come from (the most downloaded first, up to a cap)."""
     if shown >= total:
-        return f"all {total:,} models"
-    return f"the {shown:,} most downloaded of {total:,} models"
+        return f"all {total:,} dated models"
+    return f"the {shown:,} most downloaded of {total:,} dated models"
 
 
 def _year_before(points: list[TrendPoint], point: TrendPoint) -> TrendPoint | None:
@@ -461,6 +218,7 @@ def headlines(quarters: list[TrendPoint]) -> dict:
             "share_gqa": gqa,
             "share_mla": mla,
             "share_gqa_or_mla": gqa + mla,
+            "share_hybrid": point.shares.get("hybrid") or 0.0,
             "g_median": point.g_median,
             "share_g_over_16": point.share_g_over_16,
             "kv_median": point.kv_median,
@@ -474,11 +232,12 @@ def home_page(request: Request, fmt: str | None) -> Response:
     with _session(request) as session:
         quarters = read_trends(session, Population(), "quarter", "count").points
         plotted, total = plotted_trend_rows(session, Population(), MAX_PLOTTED_MODELS)
-        status = crawl_summary(session)
+        counts = store_counts(session)
+        health = crawler_health(session)
     data = {
         "headlines": headlines(quarters),
-        "models_tracked": status["models"],
-        "last_crawl": status["last_run"],
+        "models_tracked": counts,
+        "last_crawl": health["last_run"],
         "quarters": [point_record(p) for p in quarters],
     }
     if fmt == "json":
@@ -506,17 +265,11 @@ def validated(model: type[BaseModel], request: Request, lists: tuple[str, ...] =
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        raise ApiError(400, *[_describe_error(e) for e in exc.errors()]) from None
+        raise ApiError(400, *[_describe(e) for e in exc.errors()]) from None
 
 
 def list_params(request: Request) -> ModelListParams:
     return validated(ModelListParams, request, lists=("kind",))
-
-
-def _describe_error(err: dict) -> str:
-    loc = ".".join(str(p) for p in err.get("loc", ()) if not isinstance(p, int))
-    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-    return f"{loc}: {msg}" if loc else msg
 
 
 def link_header(url: str | None) -> dict:
@@ -589,16 +342,14 @@ def _sort_url(request: Request, params: ModelListParams, key: str) -> str:
     return page_url(request, None, sort=key, order=order, next=None)
 
 
-def crawl_summary(session):  # TEMP until the API's crawl status function exists
-    return {"models": 0, "last_run": None}
-
-
 # ---- one model ------------------------------------------------------------------------------
 
 KV_CONTEXTS = (4096, 32768, 131072)
 MAX_CONTEXT = 1 << 24  # 16M tokens: beyond any model's window, small enough to stay exact in JS
 MAX_BATCH = 4096
-ROOFLINE_SHOWN = ("h100-sxm", "h200-sxm", "b200", "mi300x")  # roofs drawn at first; the legend adds others
+# Roofs the model page draws (the table lists every catalogued device): a spread of generations,
+# vendors and price points, few enough to tell apart.
+ROOFLINE_DRAWN = ("a100-80gb-sxm", "h100-sxm", "h200-sxm", "b200", "mi300x", "l4")
 
 
 def kv_terms(geom: Geometry) -> list[dict]:
@@ -609,12 +360,6 @@ def kv_terms(geom: Geometry) -> list[dict]:
         if elements:
             terms[cap] = terms.get(cap, 0) + elements
     return [{"elements_per_token": e, "cap": cap} for cap, e in sorted(terms.items(), key=lambda t: t[0] or 0)]
-
-
-def kv_params(request: Request) -> dict:
-    from observatory.web.api_models import KVParams  # noqa: F401  (defined there when the API grows it)
-
-    raise NotImplementedError
 
 
 def calculator(geom: Geometry, context: int, batch: int, dtype: str) -> dict:
@@ -638,37 +383,15 @@ def calculator(geom: Geometry, context: int, batch: int, dtype: str) -> dict:
     }
 
 
-def roofline_rows(geom: Geometry, context: int, batch: int, dtype: str) -> list[dict]:
-    """Decode attention of this model (and its MHA counterfactual) on every catalogued device."""
-    counter = kvcache.mha_counterfactual(geom)
-    rows = []
-    for device in load_catalog():
-        est = roofline.decode_estimate(geom, device, context, batch, dtype)
-        mha = roofline.decode_estimate(counter, device, context, batch, dtype)
-        rows.append({
-            "device_id": device.id, "device": device.name, "memory_bytes": device.memory_bytes,
-            "bandwidth_bytes_per_s": device.bandwidth_bytes_per_s,
-            "peak_flops": device.peak_flops(dtype if dtype == "fp8" else "bf16"),
-            "ridge": roofline.ridge_point(device, "fp8" if dtype == "fp8" else "bf16"),
-            "estimate": est.to_dict(), "mha": mha.to_dict(),
-            "speedup": mha.time_s / est.time_s if est.time_s else None,
-            "max_batch": roofline.max_batch(geom, device, context, dtype),
-            "mha_max_batch": roofline.max_batch(counter, device, context, dtype),
-        })
-    return rows
-
-
-def _revision_link(revision: dict) -> dict:
-    return revision
-
-
-@lru_cache(maxsize=1)
-def _bench_available() -> bool:
-    try:
-        importlib.import_module("observatory.bench.tables")
-    except ImportError:
-        return False
-    return True
+def roofline_rows(geom: Geometry, context: int, batch: int, dtype: str, num_parameters: int | None) -> list[dict]:
+    """Decode attention of this model (beside its MHA counterfactual) on every catalogued device."""
+    compute = "fp8" if dtype == "fp8" else "bf16"
+    return [
+        {"hardware": hardware_info(device).model_dump(), "peak_flops": device.peak_flops(compute),
+         "ridge": roofline.ridge_point(device, compute),
+         **roofline_point(geom, device, context, batch, dtype, num_parameters).model_dump()}
+        for device in load_catalog()
+    ]
 
 
 def model_page_data(session: Session, model_id: str, context: int, batch: int, dtype: str) -> dict | None:
@@ -678,13 +401,15 @@ def model_page_data(session: Session, model_id: str, context: int, batch: int, d
     data = detail.model_dump()
     model = session.get(HubModel, model_id)
     _, geom = current_geometry(session, model)
+    # "roofline" (batch 1 at 4k/32k/128k) comes with the detail; "roofline_at" is at this page's
+    # context, batch and dtype.
     data["calculator"] = None
-    data["roofline"] = None
+    data["roofline_at"] = None
     if geom is not None and geom.attention_kind != "none":
         data["calculator"] = calculator(geom, context, batch, dtype)
-        data["roofline"] = {"context": context, "batch": batch, "dtype": dtype,
+        data["roofline_at"] = {"context": context, "batch": batch, "dtype": dtype,
                             "per_call_s": roofline.DEFAULT_PER_CALL_S,
-                            "rows": roofline_rows(geom, context, batch, dtype)}
+                            "rows": roofline_rows(geom, context, batch, dtype, model.num_parameters)}
     if geom is not None:
         kinds: dict[str, int] = {}
         for kind in geom.layer_kinds:
@@ -694,3 +419,199 @@ def model_page_data(session: Session, model_id: str, context: int, batch: int, d
         data["layer_summary"] = {}
     data["bench_results"] = bench_results(session, model_id)
     return data
+
+
+def bench_results(session: Session, model_id: str) -> list[dict]:
+    """Spot-benchmark results stored for this model, newest first."""
+    return results_for_model(session, model_id)
+
+
+def kv_form(request: Request) -> tuple[int, int, str]:
+    q = request.query_params
+
+    def whole(name: str, default: int, hi: int) -> int:
+        value = (q.get(name) or "").strip()
+        if not value:
+            return default
+        try:
+            number = int(value)
+        except ValueError:
+            raise ApiError(400, f"{name}: must be a whole number (got {value[:40]!r})") from None
+        if not 1 <= number <= hi:
+            raise ApiError(400, f"{name}: must be between 1 and {hi:,} (got {number:,})")
+        return number
+
+    dtype = (q.get("dtype") or "bf16").strip()
+    if dtype not in kvcache.DTYPE_BYTES:
+        raise ApiError(400, f"dtype: must be one of {', '.join(kvcache.DTYPE_BYTES)} (got {dtype[:40]!r})")
+    return whole("context", 32768, MAX_CONTEXT), whole("batch", 1, MAX_BATCH), dtype
+
+
+def split_model_path(path: str) -> tuple[str, str | None]:
+    """``org/name.json`` → (``org/name``, ``"json"``). A repo name may itself end in ``.json``;
+    the page of such a model is reached with ``?_format=html`` (Datasette's escape hatch)."""
+    for fmt in FORMATS:
+        if path.endswith("." + fmt):
+            return path[: -len(fmt) - 1], fmt
+    return path, None
+
+
+@router.get("/models/{model_path:path}", response_class=HTMLResponse)
+async def model_page(request: Request, model_path: str) -> Response:
+    model_id, fmt = split_model_path(model_path)
+    forced = request.query_params.get("_format")
+    if forced in ("html", "json"):
+        model_id, fmt = model_path, (None if forced == "html" else "json")
+    try:
+        if fmt == "csv":
+            raise ApiError(404, "a model page has no CSV form; use .json")
+        return await run_in_threadpool(_model_page, request, model_id, fmt)
+    except ApiError as exc:
+        if fmt is None:
+            return error_page(request, exc.status, exc.errors)
+        raise
+
+
+def _model_page(request: Request, model_id: str, fmt: str | None) -> Response:
+    try:
+        validate_repo_id(model_id)
+    except InvalidRepoId as exc:
+        raise ApiError(400, f"model id: {exc}") from None
+    context, batch, dtype = kv_form(request)
+    with _session(request) as session:
+        data = model_page_data(session, model_id, context, batch, dtype)
+    if data is None:
+        raise ApiError(404, f"no model {model_id!r} in the store")
+    if fmt == "json":
+        return json_response(data)
+    specs = {}
+    if data["roofline_at"]:
+        specs["roofline"] = roofline_spec(data["roofline_at"], data["geometry"])
+    return render(request, "model.html", data, title=model_id, nav="/models", specs=specs, charts=bool(specs),
+                  model_id=model_id, dtypes=list(kvcache.DTYPE_BYTES), contexts=KV_CONTEXTS,
+                  hub_url="https://huggingface.co/" + quote(model_id, safe="/"))
+
+
+def roofline_spec(roof: dict, geometry: dict | None) -> dict:
+    with_peak = [r for r in roof["rows"] if r["peak_flops"]]
+    drawn = [r for r in with_peak if r["hardware"]["id"] in ROOFLINE_DRAWN] or with_peak[:6]
+    devices = [{"name": r["hardware"]["name"], "bandwidth": r["hardware"]["bandwidth_bytes_per_s"],
+                "peak_flops": r["peak_flops"]} for r in drawn]
+    first = drawn[0] if drawn else None
+    label = geometry["attention_kind"] if geometry else "this model"
+    marks = []
+    if first:
+        marks.append({"label": f"this model ({label})", "ai": first["intensity"]})
+        marks.append({"label": "MHA counterfactual", "ai": first["mha_intensity"], "counterfactual": True})
+    return chart_specs.roofline(devices, marks)
+
+
+# ---- hardware -------------------------------------------------------------------------------
+
+HARDWARE_CSV_COLUMNS = ["id", "name", "vendor", "kind", "released", "memory_bytes", "bandwidth_bytes_per_s",
+                        "bf16_dense_flops", "fp8_dense_flops", "ridge_bf16", "ridge_fp8", "sources"]
+
+
+@page("/hardware", formats=("json", "csv"))
+def hardware_page(request: Request, fmt: str | None) -> Response:
+    devices = load_catalog()
+    ridges = {r["id"]: r for r in roofline.ridge_points(devices)}
+    rows = []
+    for device in sorted(devices, key=lambda d: (d.released, d.id)):
+        row = hardware_info(device).model_dump()
+        row["ridge_bf16"] = ridges[device.id]["ridge_bf16"]
+        row["ridge_fp8"] = ridges[device.id]["ridge_fp8"]
+        rows.append(row)
+    data = {"rows": rows}
+    if fmt == "json":
+        return json_response(data)
+    if fmt == "csv":
+        flat = ({**r, "sources": [s["url"] for s in r["sources"]]} for r in rows)
+        return csv_response(HARDWARE_CSV_COLUMNS, flat, "hardware.csv")
+    specs = {"ridge": chart_specs.ridge_points(list(ridges.values()))}
+    return render(request, "hardware.html", data, title="Hardware", nav="/hardware", formats=("json", "csv"),
+                  specs=specs, charts=True)
+
+
+# ---- crawl status -----------------------------------------------------------------------------
+
+RUN_CSV_COLUMNS = ["id", "scope", "status", "started_at", "finished_at", "seen", "new", "changed", "skipped",
+                   "failed", "requests", "error"]
+
+
+@page("/crawl", formats=("json", "csv"))
+def crawl_page(request: Request, fmt: str | None) -> Response:
+    with _session(request) as session:
+        data = {
+            "health": crawler_health(session),
+            "models": store_counts(session),
+            "runs": [run_to_dict(r) for r in recent_runs(session, 50)],
+            "open_failures": [
+                {"model_id": f.model_id, "reason": f.reason, "transient": f.transient, "attempts": f.attempts,
+                 "detail": f.detail, "last_failed_at": f.last_failed_at, "next_attempt_at": f.next_attempt_at}
+                for f in open_failures(session, 100)
+            ],
+        }
+    if fmt == "json":
+        return json_response(data)
+    if fmt == "csv":
+        return csv_response(RUN_CSV_COLUMNS, data["runs"], "crawl-runs.csv")
+    return render(request, "crawl.html", data, title="Crawl status", nav="/crawl", formats=("json", "csv"))
+
+
+# ---- methodology ------------------------------------------------------------------------------
+
+# The worked example every page's numbers can be checked against: Llama 2 70B (H=64, K=8,
+# d=128, 80 layers), 2,048 tokens, batch 1, fp16. Computed by the same code as every page.
+EXAMPLE_CONFIG = {"model_type": "llama", "num_attention_heads": 64, "num_key_value_heads": 8,
+                  "hidden_size": 8192, "num_hidden_layers": 80}
+
+
+@lru_cache(maxsize=1)
+def methodology_data() -> dict:
+    geom = parse_geometry(EXAMPLE_CONFIG)
+    counter = kvcache.mha_counterfactual(geom)
+    gqa, mha = kvcache.cache_bytes(geom, 2048, 1, "fp16"), kvcache.cache_bytes(counter, 2048, 1, "fp16")
+    return {
+        "parser_version": PARSER_VERSION,
+        "dtype_bytes": dict(kvcache.DTYPE_BYTES),
+        "units": {"GB": kvcache.GB, "GiB": kvcache.GiB, "kB": 1000, "MB": 10**6},
+        "kind_buckets": list(KIND_BUCKETS),
+        "periods": list(PERIODS),
+        "weightings": list(WEIGHTINGS),
+        "size_classes": list(SIZE_CLASSES),
+        "standard_download_thresholds": list(STANDARD_THRESHOLDS),
+        "g_tipping_point": G_TIPPING_POINT,
+        "roofline": {"per_call_s": roofline.DEFAULT_PER_CALL_S, "contexts": list(roofline.CONTEXTS),
+                     "batches": list(roofline.BATCHES)},
+        "example": {"config": EXAMPLE_CONFIG, "context": 2048, "batch": 1, "dtype": "fp16",
+                    "bytes_per_token": kvcache.bytes_per_token(geom, "fp16"), "gqa_bytes": gqa, "mha_bytes": mha,
+                    "elements_gqa": geom.kv_elements_per_token * 2048, "elements_mha": counter.kv_elements_per_token * 2048},
+    }
+
+
+@page("/methodology")
+def methodology_page(request: Request, fmt: str | None) -> Response:
+    data = methodology_data()
+    if fmt == "json":
+        return json_response(data)
+    return render(request, "methodology.html", data, title="Methodology", nav="/methodology")
+
+
+# ---- spot-benchmarks ---------------------------------------------------------------------------
+
+BENCH_CSV_COLUMNS = ["created_at", "model_id", "status", "reason", "device", "backend", "dtype", "batch", "num_heads",
+                     "num_kv_heads", "head_dim", "context", "median_s", "bytes_per_s", "fraction_of_ceiling",
+                     "ceiling_bytes_per_s", "predicted_s", "prediction_basis"]
+
+
+@page("/benchmarks", formats=("json", "csv"))
+def benchmarks_page(request: Request, fmt: str | None) -> Response:
+    with _session(request) as session:
+        data = {"rows": latest_results(session, 200)}
+    if fmt == "json":
+        return json_response(data)
+    if fmt == "csv":
+        return csv_response(BENCH_CSV_COLUMNS, data["rows"], "benchmarks.csv")
+    return render(request, "benchmarks.html", data, title="Spot-benchmarks", nav="/benchmarks",
+                  formats=("json", "csv"), bench_results=data["rows"], show_model=True)

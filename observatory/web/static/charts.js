@@ -124,7 +124,8 @@
       out.ticks.autoSkip = false;
       out.ticks.maxRotation = 0;
     } else {
-      var f = formatter(spec.unit);
+      // tick labels stay short; the axis title carries the unit (tooltips spell it out)
+      var f = spec.unit === "flop_per_byte" ? formatter(null) : formatter(spec.unit);
       out.ticks.callback = function (v) {
         if (out.type === "logarithmic") {
           // label only 1-2-5 steps on log axes
@@ -199,6 +200,7 @@
         pointHoverRadius: 5,
         borderWidth: s.style === "band" ? 0 : (s.width || 2),
         borderDash: s.dashed ? [6, 4] : [],
+        pointStyle: s.shape || "circle",
         fill: s.fill_to === undefined || s.fill_to === null ? false : s.fill_to,
         hidden: !!s.hidden,
         tension: 0,

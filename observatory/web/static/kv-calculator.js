@@ -66,7 +66,9 @@
     setText("kv-bytes", bytes.toLocaleString("en-US") + " B");
     setText("kv-gb", decimal(bytes));
     setText("kv-gib", binary(bytes));
-    setText("kv-per-token", decimal(cacheBytes(data.terms, 1, 1, dtypeBytes)) + " per token (first token, batch 1)");
+    var perToken = 0;
+    data.terms.forEach(function (t) { perToken += t.elements_per_token * dtypeBytes; });
+    setText("kv-per-token", decimal(perToken) + " per token at full context");
     if (data.mha_terms) {
       var mha = cacheBytes(data.mha_terms, context, batch, dtypeBytes);
       setText("kv-mha-bytes", mha.toLocaleString("en-US") + " B");

@@ -1,0 +1,374 @@
+"""API latency on a store of 1,000,000 synthetic models, beside plain SQL on the same file.
+
+    python benchmarks/api.py                      # 1M models, 8 clients; prints a table
+    python benchmarks/api.py --models 100000 --clients 4 --requests 200 --keep /tmp/bench.db
+
+Steps: (1) build a SQLite store through the Alembic migrations and fill it with raw
+``executemany`` (realistic mix: MHA early, GQA from 2023, MQA a 2022-23 bump, MLA from 2024,
+hybrids from 2025; volume growing over time; heavy-tailed downloads; Zipf-distributed
+organisations; every row is one of a few dozen template configs whose geometry and KV bytes
+come from the real parser and ``kvcache``, so the model page can re-derive them);
+(2) ``refresh_trends`` (timed); (3) uvicorn on 127.0.0.1 in a subprocess, and N client threads
+on keep-alive connections for each question: the trend endpoint, a filtered model-list page
+and a model page; (4) the same questions as plain SQL on the same file from N threads (one
+read-only connection each). Latencies are per request, from send to last byte.
+
+Floors (ratios from one run): trend endpoint p95 <= 1/5 of the plain aggregate over the model
+table; filtered list p95 <= 2x its plain indexed SQL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import math
+import os
+import random
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from observatory import kvcache  # noqa: E402
+from observatory.db import make_engine, upgrade  # noqa: E402
+from observatory.ingest import derive  # noqa: E402
+from observatory.trend_store import refresh_trends  # noqa: E402
+
+START, END = date(2019, 1, 1), date(2026, 11, 1)
+
+
+# --- synthetic data ---------------------------------------------------------------------------
+
+def _llama(model_type, heads, kv, layers, head_dim=128):
+    return {"model_type": model_type, "architectures": [f"{model_type.title()}ForCausalLM"],
+            "hidden_size": heads * head_dim, "num_attention_heads": heads, "num_key_value_heads": kv,
+            "num_hidden_layers": layers, "max_position_embeddings": 131072}
+
+
+def templates() -> dict[str, list[dict]]:
+    """Configs by kind bucket; each becomes (raw text, geometry) once through the real parser."""
+    gqa = [_llama(t, h, k, layers) for t, h, k, layers in [
+        ("llama", 32, 8, 32), ("llama", 64, 8, 80), ("llama", 24, 8, 28), ("llama", 32, 4, 24),
+        ("qwen2", 28, 4, 28), ("qwen2", 40, 8, 48), ("qwen2", 64, 8, 64), ("qwen3", 32, 8, 36),
+        ("qwen3", 64, 4, 94), ("mistral", 32, 8, 32), ("mistral", 96, 8, 88), ("gemma", 16, 8, 26),
+        ("phi3", 40, 10, 40), ("llama", 128, 8, 126), ("qwen2", 16, 2, 24), ("llama", 64, 2, 64),
+        ("falcon", 232, 8, 80), ("llama", 48, 16, 40), ("starcoder2", 48, 4, 40), ("granite", 32, 2, 40)]]
+    mha = [_llama(t, h, h, layers, d) for t, h, layers, d in [
+        ("gpt2", 12, 12, 64), ("gpt2", 25, 48, 64), ("gpt_neox", 32, 32, 128), ("llama", 32, 32, 128),
+        ("llama", 40, 40, 128), ("opt", 32, 32, 64), ("bloom", 16, 24, 64), ("phi", 32, 32, 80)]]
+    mqa = [{"model_type": "gpt_bigcode", "n_embd": 6144, "n_head": 48, "n_layer": 40, "multi_query": True},
+           {"model_type": "gpt_bigcode", "n_embd": 2048, "n_head": 16, "n_layer": 24, "multi_query": True},
+           {**_llama("falcon", 71, 1, 32, 64)}]
+    mla = [{"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"], "num_attention_heads": h,
+            "num_key_value_heads": h, "num_hidden_layers": layers, "hidden_size": hidden, "kv_lora_rank": 512,
+            "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "q_lora_rank": q}
+           for h, layers, hidden, q in [(128, 61, 7168, 1536), (16, 27, 2048, None), (64, 61, 7168, 1536)]]
+    hybrid = [{"model_type": "qwen3_next", "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 2,
+               "head_dim": 256, "num_hidden_layers": n,
+               "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * (n // 4)}
+              for n in (48, 64)]
+    none = [{"model_type": "mamba", "num_hidden_layers": n, "hidden_size": w} for n, w in ((24, 768), (64, 2560))]
+    return {"GQA": gqa, "MHA": mha, "MQA": mqa, "MLA": mla, "hybrid": hybrid, "none": none}
+
+
+def kind_mix(t: float) -> dict[str, float]:
+    """Share of each kind at fractional year t (2019.0 ... 2026.9)."""
+    gqa = 1 / (1 + math.exp(-(t - 2023.6) * 2.2)) * 0.85
+    mla = max(0.0, min(0.08, (t - 2024.3) * 0.05))
+    hybrid = max(0.0, min(0.07, (t - 2025.0) * 0.05))
+    mqa = 0.1 * math.exp(-((t - 2023.0) ** 2) / 0.6)
+    none = 0.01
+    return {"GQA": gqa, "MLA": mla, "hybrid": hybrid, "MQA": mqa, "none": none,
+            "MHA": max(0.02, 1 - gqa - mla - hybrid - mqa - none)}
+
+
+def generate(n: int, seed: int = 1):
+    """Yield (hub_model row, config_revision row, geometry row) tuples for n models."""
+    rng = random.Random(seed)
+    prepared = {kind: [] for kind in ("GQA", "MHA", "MQA", "MLA", "hybrid", "none")}
+    for kind, configs in templates().items():
+        for cfg in configs:
+            raw = json.dumps(cfg, separators=(",", ":"))
+            geom, error = derive(raw)
+            assert geom is not None, (cfg, error)
+            prepared[kind].append((raw, geom, kvcache.bytes_per_token(geom, "bf16"), json.dumps(list(geom.architectures)),
+                                   json.dumps(dict(geom.sources))))
+    days = (END - START).days
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+    authors = [f"org{i:05d}" for i in range(50000)]
+    for i in range(n):
+        # volume grows ~exponentially: invert the CDF of exp(k*x) on [0, 1]
+        x = math.log(1 + rng.random() * (math.e ** 3 - 1)) / 3
+        day = START + timedelta(days=int(x * days))
+        created = datetime(day.year, day.month, day.day, rng.randrange(24), rng.randrange(60), rng.randrange(60),
+                           tzinfo=timezone.utc)
+        mix = kind_mix(day.year + (day.timetuple().tm_yday - 1) / 365)
+        kind = rng.choices(list(mix), weights=list(mix.values()))[0]
+        raw, geom, kv_bytes, archs, sources = rng.choice(prepared[kind])
+        author = authors[int(len(authors) * rng.random() ** 3)]  # a few big uploaders, a long tail
+        model_id = f"{author}/model-{i:07d}"
+        downloads = int(rng.paretovariate(0.6)) - 1 if rng.random() < 0.7 else 0
+        downloads = min(downloads, 50_000_000)
+        params = None if rng.random() < 0.1 else int(rng.lognormvariate(math.log(7e9), 1.3))
+        created_s = created.strftime("%Y-%m-%d %H:%M:%S.%f")
+        rev_id = i + 1
+        yield (
+            (model_id, author, created_s, downloads, rng.randrange(100), "[]", "hub", params, rev_id, now, now),
+            (rev_id, model_id, f"sha{i:07d}", raw, now, "verbatim", "ok"),
+            (rev_id, rev_id, model_id, 1, geom.model_type, archs, geom.attention_kind, int(geom.is_hybrid),
+             geom.num_query_heads, geom.num_kv_heads, geom.group_size, geom.head_dim, geom.v_head_dim,
+             geom.num_layers, geom.kv_layers, geom.sliding_window, geom.sliding_layers, int(geom.chunked),
+             geom.hidden_size, geom.mla.kv_lora_rank if geom.mla else None,
+             geom.mla.qk_rope_head_dim if geom.mla else None, geom.mla.qk_nope_head_dim if geom.mla else None,
+             geom.mla.q_lora_rank if geom.mla else None, geom.kv_elements_per_token, kv_bytes, sources, "[]", now),
+        )
+
+
+def build_store(path: Path, n: int) -> float:
+    started = time.perf_counter()
+    upgrade(f"sqlite:///{path}")
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=OFF")  # a benchmark fixture: durability is not the point
+    conn.execute("PRAGMA cache_size=-400000")
+    conn.execute("BEGIN")
+    batch: tuple[list, list, list] = ([], [], [])
+    sql = (
+        "INSERT INTO hub_model (id, author, created_at, downloads, likes, tags, source, num_parameters, "
+        "current_revision_id, first_seen_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO config_revision (id, model_id, sha, raw_text, fetched_at, provenance, parse_status) "
+        "VALUES (?,?,?,?,?,?,?)",
+        "INSERT INTO geometry (id, revision_id, model_id, parser_version, model_type, architectures, attention_kind, "
+        "is_hybrid, num_query_heads, num_kv_heads, group_size, head_dim, v_head_dim, num_layers, kv_layers, "
+        "sliding_window, sliding_layers, chunked, hidden_size, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, "
+        "q_lora_rank, kv_elements_per_token, kv_bytes_per_token_bf16, sources, warnings, derived_at) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    )
+    for rows in generate(n):
+        for target, row in zip(batch, rows):
+            target.append(row)
+        if len(batch[0]) >= 20000:
+            for statement, target in zip(sql, batch):
+                conn.executemany(statement, target)
+                target.clear()
+    for statement, target in zip(sql, batch):
+        conn.executemany(statement, target)
+    conn.execute("COMMIT")
+    conn.execute("ANALYZE")
+    conn.close()
+    return time.perf_counter() - started
+
+
+# --- load -------------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(db: Path, port: int) -> subprocess.Popen:
+    env = {**os.environ, "OBSERVATORY_DATABASE_URL": f"sqlite:///{db}", "OBSERVATORY_AUTOLOAD_SNAPSHOT": "false",
+           "OBSERVATORY_SCHEDULER_ENABLED": "false", "OBSERVATORY_DATA_DIR": str(db.parent)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--factory", "observatory.web.app:create_app", "--host", "127.0.0.1",
+         "--port", str(port), "--workers", "1", "--log-level", "warning", "--no-access-log"],
+        cwd=ROOT, env=env)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited with {proc.returncode}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/api/v1/hardware")
+            if conn.getresponse().status == 200:
+                conn.close()
+                return proc
+        except OSError:
+            time.sleep(0.3)
+    proc.terminate()
+    raise SystemExit("server did not answer within 120 s")
+
+
+def run_clients(clients: int, total: int, work) -> list[float]:
+    """``work(worker_state, i)`` for i in range(total) spread over ``clients`` threads; latencies."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    counter = iter(range(total))
+
+    def worker(state):
+        mine = []
+        while True:
+            with lock:
+                i = next(counter, None)
+            if i is None:
+                break
+            t0 = time.perf_counter()
+            work(state, i)
+            mine.append(time.perf_counter() - t0)
+        with lock:
+            latencies.extend(mine)
+
+    states = [{} for _ in range(clients)]
+    threads = [threading.Thread(target=worker, args=(s,)) for s in states]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for state in states:
+        if "conn" in state:
+            state["conn"].close()
+    return latencies
+
+
+def http_get(port: int, paths: list[str]):
+    def work(state, i):
+        conn = state.get("conn")
+        if conn is None:
+            conn = state["conn"] = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn.request("GET", paths[i % len(paths)])
+        response = conn.getresponse()
+        body = response.read()
+        if response.status != 200:
+            raise SystemExit(f"{paths[i % len(paths)]} -> {response.status}: {body[:200]!r}")
+    return work
+
+
+def sql_run(db: Path, statements: list[tuple[str, tuple]]):
+    def work(state, i):
+        conn = state.get("conn")
+        if conn is None:
+            conn = state["conn"] = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
+        for sql, params in statements[i % len(statements)]:
+            conn.execute(sql, params).fetchall()
+    return work
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+# --- the questions ----------------------------------------------------------------------------
+
+PLAIN_AGGREGATE = """
+SELECT strftime('%Y-%m', m.created_at) AS month, g.attention_kind, g.is_hybrid, count(*), sum(m.downloads),
+       avg(g.group_size), sum(g.group_size > 16), avg(g.kv_bytes_per_token_bf16)
+FROM hub_model m JOIN geometry g ON g.revision_id = m.current_revision_id
+WHERE m.created_at IS NOT NULL AND m.downloads >= ?
+GROUP BY month, g.attention_kind, g.is_hybrid ORDER BY month
+"""
+
+PLAIN_LIST = """
+SELECT m.id, m.author, m.created_at, m.downloads, m.likes, m.num_parameters, m.source, g.model_type,
+       g.attention_kind, g.is_hybrid, g.num_query_heads, g.num_kv_heads, g.group_size, g.head_dim, g.num_layers,
+       g.kv_layers, g.sliding_window, g.kv_bytes_per_token_bf16
+FROM hub_model m LEFT JOIN geometry g ON g.revision_id = m.current_revision_id
+WHERE g.attention_kind IN ('GQA') AND g.group_size >= ? AND m.downloads >= ? AND m.created_at < ?
+  AND m.created_at IS NOT NULL
+ORDER BY m.created_at DESC, m.id DESC LIMIT 51
+"""
+
+PLAIN_MODEL = [
+    ("SELECT * FROM hub_model WHERE id = ?", 0),
+    ("SELECT * FROM geometry WHERE revision_id = (SELECT current_revision_id FROM hub_model WHERE id = ?)", 0),
+    ("SELECT raw_text FROM config_revision WHERE id = (SELECT current_revision_id FROM hub_model WHERE id = ?)", 0),
+    ("SELECT id, sha, fetched_at, provenance, source, parse_status, parse_error, length(raw_text) "
+     "FROM config_revision WHERE model_id = ? ORDER BY fetched_at DESC, id DESC", 0),
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", type=int, default=1_000_000)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--requests", type=int, default=400, help="requests per API question")
+    ap.add_argument("--aggregate-runs", type=int, default=24, help="runs of the plain aggregate (slow)")
+    ap.add_argument("--keep", type=Path, help="store path to reuse/keep (built if missing)")
+    args = ap.parse_args()
+
+    tmp = None
+    if args.keep:
+        db = args.keep.resolve()
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="observatory-bench-")
+        db = Path(tmp.name) / "bench.db"
+    if not db.exists():
+        print(f"building {args.models:,} models in {db} ...", flush=True)
+        built = build_store(db, args.models)
+        print(f"  built in {built:.0f} s, {db.stat().st_size / 1e6:.0f} MB", flush=True)
+    engine = make_engine(f"sqlite:///{db}")
+    t0 = time.perf_counter()
+    report = refresh_trends(engine)
+    refresh_s = time.perf_counter() - t0
+    engine.dispose()
+    print(f"  refresh_trends: {report.models:,} models -> {report.points:,} points in {refresh_s:.1f} s", flush=True)
+
+    rng = random.Random(5)
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    ids = [row[0] for row in conn.execute("SELECT id FROM hub_model WHERE rowid IN (%s)" % ",".join(
+        str(rng.randrange(1, args.models + 1)) for _ in range(500)))]
+    conn.close()
+    cutoffs = [(date(2023, 6, 1) + timedelta(days=rng.randrange(1200))) for _ in range(200)]
+
+    trend_paths = [f"/api/v1/trends?{urlencode({'period': p, 'weighting': w, 'min_downloads': t})}"
+                   for p in ("month", "quarter") for w in ("count", "downloads") for t in (0, 1000)]
+    list_paths = [f"/api/v1/models?{urlencode({'kind': 'GQA', 'g_min': 8, 'min_downloads': 10, 'created_to': c.isoformat(), 'size': 50})}"
+                  for c in cutoffs]
+    model_paths = [f"/api/v1/models/{quote(i)}" for i in ids]
+
+    day_after = lambda c: (datetime.combine(c + timedelta(days=1), datetime.min.time())).strftime("%Y-%m-%d %H:%M:%S.%f")
+    plain_aggregate = [[(PLAIN_AGGREGATE, (t,))] for t in (0, 1000)]
+    plain_list = [[(PLAIN_LIST, (8, 10, day_after(c)))] for c in cutoffs]
+    plain_model = [[(sql, (i,)) for sql, _ in PLAIN_MODEL] for i in ids]
+
+    port = free_port()
+    server = start_server(db, port)
+    results = {}
+    try:
+        for name, paths in (("trends", trend_paths), ("list", list_paths), ("model", model_paths)):
+            run_clients(2, 20, http_get(port, paths))  # warm-up
+            results[f"api:{name}"] = run_clients(args.clients, args.requests, http_get(port, paths))
+            print(f"  api {name}: done", flush=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    run_clients(2, 4, sql_run(db, plain_list))
+    results["sql:trends"] = run_clients(args.clients, args.aggregate_runs, sql_run(db, plain_aggregate))
+    results["sql:list"] = run_clients(args.clients, args.requests, sql_run(db, plain_list))
+    results["sql:model"] = run_clients(args.clients, args.requests, sql_run(db, plain_model))
+
+    ms = lambda v: f"{v * 1000:8.1f}"
+    print()
+    print(f"{args.models:,} models, {args.clients} concurrent clients, loopback, uvicorn 1 worker, "
+          f"{os.cpu_count()} CPUs")
+    print(f"{'question':<34}{'n':>5}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}")
+    labels = {"api:trends": "API  /api/v1/trends (precomputed)", "sql:trends": "SQL  aggregate over model table",
+              "api:list": "API  filtered list page (50)", "sql:list": "SQL  same list, indexed",
+              "api:model": "API  model page", "sql:model": "SQL  model rows (4 queries)"}
+    for key in ("api:trends", "sql:trends", "api:list", "sql:list", "api:model", "sql:model"):
+        v = results[key]
+        print(f"{labels[key]:<34}{len(v):>5}{ms(pct(v, .5)):>9}{ms(pct(v, .95)):>9}{ms(pct(v, .99)):>9}")
+    trend_ratio = pct(results["api:trends"], .95) / pct(results["sql:trends"], .95)
+    list_ratio = pct(results["api:list"], .95) / pct(results["sql:list"], .95)
+    print()
+    print(f"trend p95 / aggregate p95 = {trend_ratio:.4f}  (floor <= 0.2)  {'PASS' if trend_ratio <= 0.2 else 'FAIL'}")
+    print(f"list p95 / plain SQL p95  = {list_ratio:.2f}    (floor <= 2)    {'PASS' if list_ratio <= 2 else 'FAIL'}")
+    print(f"refresh_trends: {refresh_s:.1f} s for {report.models:,} models")
+    if tmp:
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()

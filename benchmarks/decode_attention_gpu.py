@@ -1,0 +1,207 @@
+"""One ~6-minute GPU session for the bundled Triton kernel on a lent H100/H200. Installs nothing.
+
+    python benchmarks/decode_attention_gpu.py            # from the repository root; needs torch (CUDA) + triton
+
+It does, in order, and prints as it goes (each step is skipped when the time budget runs short):
+
+1. **Correctness** of the compiled kernel against the float64 reference: the interpreter test cases
+   (fp16/fp32, ragged, paged, empty sequences) plus bf16 copies of them.
+2. **Launch tuning** on the floor shapes (H=32, K=8, d=128, bf16, 32k context, batch 1 and 8):
+   BLOCK_N × warps × stages, each timed interleaved with a large copy; the best is kept for step 3.
+3. **The comparison table** (``benchmarks/decode_attention.py`` rows, bf16) at 4k/32k/128k and batch
+   1/8 for Llama-3-8B/70B, Qwen3 G=8/16, an MQA and an MHA model: our time, each peer's
+   (SDPA enable_gqa, HF-layout SDPA, repeat_kv + SDPA, flash_attn / flashinfer when installed),
+   and % of measured copy bandwidth.
+4. **The floors**: ≥ 80% of copy bandwidth at batch 8 / 32k / K=8, ≥ 50% at batch 1, and not slower
+   than flash_attn_with_kvcache where installed — each printed PASS/FAIL with its number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "unit"))  # kernel_support: the shared correctness cases
+
+STARTED = time.monotonic()
+
+
+def elapsed() -> float:
+    return time.monotonic() - STARTED
+
+
+def say(*parts) -> None:
+    print(f"[{elapsed():6.1f}s]", *parts, flush=True)
+
+
+def check_correctness(torch) -> bool:
+    from dataclasses import replace
+
+    from kernel_support import TRITON_CASES, assert_close, run_triton_cases
+
+    cases = list(TRITON_CASES) + [replace(c, id=c.id + "-bf16", dtype="bf16") for c in TRITON_CASES]
+    ok = True
+    for case in cases:
+        try:
+            result = run_triton_cases([case], device="cuda")[case.id]
+            assert_close(case, result)
+            say(f"  ok    {case.id:28s} rel {result['rel_err']:.2e}  lse {result['lse_err']:.2e}")
+        except Exception as exc:  # keep going: every failing case is worth seeing
+            ok = False
+            say(f"  FAIL  {case.id:28s} {type(exc).__name__}: {exc}")
+    return ok
+
+
+def tune(torch, device, budget_s: float) -> dict | None:
+    from kernels.api import check_inputs
+    from kernels.triton_decode import gqa_decode_triton
+    from observatory.bench.shapes import AttentionShape, make_inputs
+    from observatory.bench.timing import Contender, copy_contender, time_interleaved
+
+    configs = {f"block_n={n} warps={w} stages={s}": dict(block_n=n, num_warps=w, num_stages=s)
+               for n, w, s in itertools.product((32, 64, 128), (4, 8), (2, 3, 4))}
+    results = {}
+    for batch in (1, 8):
+        shape = AttentionShape(batch, 32, 8, 128, 32768)
+        inputs = make_inputs(shape, "bf16", device.torch_device, copies=2)
+        kv_bytes = inputs[0][1].nbytes + inputs[0][2].nbytes
+        contenders = []
+        for label, config in configs.items():
+            if elapsed() > budget_s:
+                say("  tuning stopped: time budget")
+                break
+
+            def call(args, config=config):
+                q, k, v, seqlens = args
+                shape_ = check_inputs(q, k, v, seqlens)
+                out = torch.empty_like(q)
+                gqa_decode_triton(q, k, v, seqlens, None, 128 ** -0.5, shape_, out, **config)
+
+            try:
+                call(inputs[0])  # compile now, and drop configs that do not fit (shared memory)
+            except Exception as exc:
+                say(f"  skip {label}: {type(exc).__name__}: {str(exc)[:120]}")
+                continue
+            contenders.append(Contender(label, call, inputs))
+        copy, moved = copy_contender(device.torch_device, 2**30)
+        timings = time_interleaved(contenders + [copy], device.torch_device, warmup=2, repeats=20)
+        ceiling = moved / timings.pop("copy").median_s
+        for name, t in sorted(timings.items(), key=lambda item: item[1].median_s):
+            frac = kv_bytes / t.median_s / ceiling
+            results.setdefault(name, []).append(frac)
+            say(f"  b={batch} {name:32s} {t.median_s * 1e6:8.1f} us  {frac:6.1%} of copy ({ceiling / 1e12:.2f} TB/s)")
+        del inputs
+        torch.cuda.empty_cache()
+    complete = {name: fracs for name, fracs in results.items() if len(fracs) == 2}
+    if not complete:
+        return None
+    best = max(complete, key=lambda name: sum(complete[name]))  # best summed over batch 1 and 8
+    say(f"  best launch config: {best} ({complete[best][0]:.1%} at b=1, {complete[best][1]:.1%} at b=8)")
+    return configs[best]
+
+
+def table(device, budget_s: float, repeats: int) -> list:
+    from benchmarks.decode_attention import MODELS, header, text_row
+    from observatory.bench.runner import measure
+    from observatory.bench.shapes import attention_shape
+    from observatory.geometry import parse_geometry
+
+    rows, printed = [], False
+    order = ["llama-3-8b", "llama-3-70b", "qwen3-30b-a3b", "qwen3-235b-a22b", "starcoder-mqa", "llama-2-7b-mha"]
+    for context, batch, name in itertools.product((32768, 4096, 131072), (1, 8), order):
+        if elapsed() > budget_s:
+            say("  table stopped: time budget")
+            break
+        geom = parse_geometry(MODELS[name])
+        shape = attention_shape(geom, batch, context)
+        # repeat_kv materialises G copies: skip it where that would exceed ~40 GB.
+        peers = shape.batch * shape.context * shape.num_heads * shape.head_dim * 2 * 2 < 40e9
+        try:
+            case = measure(shape, "bf16", device, geometry=geom, peers=peers, repeats=repeats)
+        except Exception as exc:
+            say(f"  {name} {shape.label()}: {type(exc).__name__}: {str(exc)[:200]}")
+            continue
+        if not printed:
+            print(header(case), flush=True)
+            printed = True
+        print(text_row(name, case), flush=True)
+        for peer, error in case.peer_errors.items():
+            print(f"    {peer} did not run: {error[:200]}", flush=True)
+        rows.append((name, case))
+    return rows
+
+
+def floors(rows) -> None:
+    for name, case in rows:
+        s = case.shape
+        if (name, s.context) != ("llama-3-8b", 32768):
+            continue
+        need = 0.8 if s.batch == 8 else 0.5
+        verdict = "PASS" if case.fraction_of_ceiling >= need else "FAIL"
+        say(f"  {verdict} b={s.batch} 32k K=8: {case.fraction_of_ceiling:.1%} of copy (floor {need:.0%})")
+        if "flash_attn" in case.peers:
+            ratio = case.peers["flash_attn"].median_s / case.ours.median_s
+            say(f"  {'PASS' if ratio >= 1 else 'FAIL'} b={s.batch} 32k vs flash_attn_with_kvcache: {ratio:.2f}x")
+        else:
+            say(f"  (flash_attn not installed or failed: {case.peer_errors.get('flash_attn', 'not installed')})")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="GPU checks for the bundled decode kernel")
+    parser.add_argument("--budget", type=float, default=420.0, help="seconds before optional steps stop")
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--skip-tuning", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        import torch
+        import triton
+    except ImportError as exc:
+        print(f"cannot run: {exc} (this script installs nothing)")
+        return 2
+    if not torch.cuda.is_available():
+        print("cannot run: torch sees no CUDA device")
+        return 2
+    from kernels import triton_decode
+    from observatory.bench.runner import local_device
+
+    device = local_device("cuda")
+    props = torch.cuda.get_device_properties(device.torch_device)
+    say(f"device {device.name} ({props.multi_processor_count} SMs, {props.total_memory / 2**30:.0f} GiB), "
+        f"catalog {device.catalog.id if device.catalog else '-'}; torch {torch.__version__}, triton {triton.__version__}, "
+        f"cuda {torch.version.cuda}")
+    for package in ("flash_attn", "flashinfer"):
+        try:
+            module = __import__(package)
+            say(f"{package} {getattr(module, '__version__', '?')} installed")
+        except Exception as exc:
+            say(f"{package} not available ({type(exc).__name__})")
+
+    say("1. correctness (compiled kernel vs float64 reference)")
+    correct = check_correctness(torch)
+    if not correct:
+        say("correctness FAILED: the numbers below are not to be trusted")
+    if not args.skip_tuning:
+        say("2. launch tuning, H=32 K=8 d=128 bf16 32k")
+        try:
+            best = tune(torch, device, budget_s=args.budget * 0.45)
+        except Exception:
+            traceback.print_exc()
+            best = None
+        if best:
+            triton_decode.LAUNCH.update(best)
+    say(f"3. comparison table (bf16, median of {args.repeats}; launch {triton_decode.LAUNCH or 'defaults'})")
+    rows = table(device, budget_s=args.budget, repeats=args.repeats)
+    say("4. floors")
+    floors(rows)
+    say("done")
+    return 0 if correct else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

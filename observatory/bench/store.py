@@ -1,0 +1,82 @@
+"""Spot-benchmark results in and out of the store."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from observatory.bench.tables import BenchResult
+from observatory.db import session_scope
+
+if TYPE_CHECKING:  # the runner imports torch; the web app reads results without it
+    from observatory.bench.runner import CaseResult, LocalDevice
+
+_REASON_CHARS = 1000
+
+
+def result_row(case: CaseResult, device: LocalDevice, model_id: str | None = None) -> BenchResult:
+    shape = case.shape
+    return BenchResult(
+        model_id=model_id, status="ok", device=device.name[:200], device_type=device.type,
+        catalog_device_id=device.catalog.id if device.catalog else None, software=dict(device.software),
+        backend=case.backend, dtype=case.dtype, batch=shape.batch, num_heads=shape.num_heads,
+        num_kv_heads=shape.num_kv_heads, head_dim=shape.head_dim, context=shape.context,
+        median_s=case.ours.median_s, min_s=case.ours.min_s, runs=case.ours.runs, kv_bytes=case.kv_bytes,
+        bytes_per_s=case.bytes_per_s, ceiling_bytes_per_s=case.ceiling_bytes_per_s,
+        fraction_of_ceiling=case.fraction_of_ceiling, predicted_s=case.predicted_s,
+        prediction_basis=case.prediction_basis,
+        peer_times_s={name: t.median_s for name, t in case.peers.items()}, peer_errors=dict(case.peer_errors))
+
+
+def unrun_row(model_id: str | None, status: str, reason: str, device: LocalDevice, dtype: str, batch: int,
+              context: int) -> BenchResult:
+    """A shape that was skipped (cannot be benchmarked) or failed, with the reason."""
+    return BenchResult(model_id=model_id, status=status, reason=reason[:_REASON_CHARS], device=device.name[:200],
+                       device_type=device.type, software=dict(device.software), dtype=dtype, batch=batch,
+                       context=context)
+
+
+def save(engine: Engine, rows: list[BenchResult]) -> list[BenchResult]:
+    with session_scope(engine) as session:
+        session.add_all(rows)
+        session.flush()
+        for row in rows:
+            session.refresh(row)
+    return rows
+
+
+def row_dict(row: BenchResult) -> dict:
+    """A result as the pages and the CLI show it: the stored fields plus speed-ups over each peer."""
+    return {
+        "created_at": row.created_at, "model_id": row.model_id, "status": row.status, "reason": row.reason,
+        "device": row.device, "backend": row.backend, "dtype": row.dtype, "batch": row.batch,
+        "num_heads": row.num_heads, "num_kv_heads": row.num_kv_heads, "head_dim": row.head_dim,
+        "context": row.context, "median_s": row.median_s, "bytes_per_s": row.bytes_per_s,
+        "fraction_of_ceiling": row.fraction_of_ceiling, "ceiling_bytes_per_s": row.ceiling_bytes_per_s,
+        "predicted_s": row.predicted_s, "prediction_basis": row.prediction_basis,
+        "peer_times_s": dict(row.peer_times_s), "speedups": row.speedups, "peer_errors": dict(row.peer_errors),
+        "software": dict(row.software),
+    }
+
+
+def results_for_model(session: Session, model_id: str, limit: int = 50) -> list[dict]:
+    """The model's results, newest first."""
+    rows = session.exec(select(BenchResult).where(BenchResult.model_id == model_id)
+                        .order_by(BenchResult.created_at.desc(), BenchResult.id.desc()).limit(limit)).all()
+    return [row_dict(row) for row in rows]
+
+
+def latest_results(session: Session, limit: int = 100) -> list[dict]:
+    """All results, newest first (the benchmarks page)."""
+    rows = session.exec(select(BenchResult).order_by(BenchResult.created_at.desc(), BenchResult.id.desc())
+                        .limit(limit)).all()
+    return [row_dict(row) for row in rows]
+
+
+def benchmarked_models(session: Session, device_name: str) -> set[str]:
+    """Models with any result (even skipped) on this device."""
+    ids = session.exec(select(BenchResult.model_id).where(BenchResult.device == device_name[:200],
+                                                          BenchResult.model_id.is_not(None)).distinct()).all()
+    return set(ids)

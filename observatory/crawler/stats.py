@@ -1,0 +1,60 @@
+"""Refreshing downloads and likes of popular models, on a slower schedule than the crawl.
+
+Download-weighted trends need current counts, but re-reading every stored model would cost one
+API request each. The Hub lists models by downloads, most first, so one listing of the
+top ``stats_refresh_top_n`` (a few pages) refreshes every popular model we track at once;
+models outside the top keep the counts they were crawled with.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy.engine import Engine
+from sqlmodel import col, select
+
+from observatory.db import session_scope
+from observatory.hub import session as hub_session
+from observatory.hub.listing import list_newest
+from observatory.repo_ids import is_valid_repo_id
+from observatory.settings import Settings
+from observatory.tables import HubModel, utcnow
+
+log = logging.getLogger(__name__)
+CHUNK = 500
+
+
+def refresh_popular(engine: Engine, settings: Settings) -> dict:
+    """Update downloads/likes of stored models among the most downloaded; returns counts."""
+    hub_session.configure(settings)
+    listed = updated = 0
+    now = utcnow()
+    with hub_session.counting() as counter:
+        # No limit= (it would also be sent as the page size); the lazy listing stops when we do.
+        items = list_newest(settings, "downloads", expand=["downloads", "likes"])
+        chunk = []
+        for item in items:
+            chunk.append(item)
+            listed += 1
+            if len(chunk) >= CHUNK or listed >= settings.stats_refresh_top_n:
+                updated += _apply(engine, chunk, now)
+                chunk = []
+            if listed >= settings.stats_refresh_top_n:
+                break
+        updated += _apply(engine, chunk, now)
+    result = {"listed": listed, "updated": updated, "requests": counter.total}
+    log.info("stats refresh: %s", result)
+    return result
+
+
+def _apply(engine: Engine, chunk: list, now) -> int:
+    ids = [item.id for item in chunk if is_valid_repo_id(item.id)]
+    if not ids:
+        return 0
+    with session_scope(engine) as session:
+        models = {m.id: m for m in session.exec(select(HubModel).where(col(HubModel.id).in_(ids)))}
+        for item in chunk:
+            model = models.get(item.id)
+            if model is not None:
+                model.downloads, model.likes, model.stats_refreshed_at = item.downloads, item.likes, now
+    return len(models)

@@ -1,0 +1,1 @@
+"""Test and benchmark helpers shipped with the package (the stand-in Hub)."""

@@ -1,0 +1,191 @@
+"""Spot-benchmarks end to end: stored models in a real SQLite file, real timing on this CPU, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+from sqlmodel import select
+
+from observatory.bench.jobs import UnknownModel, bench_models, bench_new_models, notable_unbenchmarked
+from observatory.bench.runner import local_device, measure
+from observatory.bench.shapes import AttentionShape, SkipShape, attention_shape, rotation_copies
+from observatory.bench.store import benchmarked_models, latest_results, results_for_model
+from observatory.bench.tables import BenchResult
+from observatory.bench.timing import Contender, time_interleaved
+from observatory.cli import main
+from observatory.db import session_scope
+from observatory.geometry import parse_geometry
+from observatory.ingest import record_config, upsert_model
+
+SMALL_GQA = {"model_type": "llama", "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 512,
+             "num_hidden_layers": 4}
+SMALL_MHA = {"model_type": "llama", "num_attention_heads": 4, "num_key_value_heads": 4, "hidden_size": 256,
+             "num_hidden_layers": 2}
+SMALL_MLA = {"model_type": "deepseek_v3", "num_attention_heads": 8, "num_key_value_heads": 8, "hidden_size": 512,
+             "num_hidden_layers": 2, "kv_lora_rank": 64, "qk_rope_head_dim": 16, "qk_nope_head_dim": 32,
+             "v_head_dim": 32, "q_lora_rank": 96}
+FAST = {"copy_bytes": 2**20, "rotate_bytes": 2**20}  # small ceiling copy: these tests check plumbing, not speed
+
+
+def add_model(engine, model_id, config=None, **fields):
+    with session_scope(engine) as session:
+        upsert_model(session, model_id, **fields)
+        if config is not None:
+            record_config(session, model_id, json.dumps(config), "a" * 40)
+
+
+def test_results_are_measured_and_stored(engine):
+    add_model(engine, "org/small-gqa", SMALL_GQA)
+    add_model(engine, "org/small-mla", SMALL_MLA)
+    rows = bench_models(engine, ["org/small-gqa", "org/small-mla"], contexts=[100], batches=[1, 2], repeats=2, **FAST)
+    assert [(r.model_id, r.batch, r.status) for r in rows] == [
+        ("org/small-gqa", 1, "ok"), ("org/small-gqa", 2, "ok"), ("org/small-mla", 1, "skipped"),
+        ("org/small-mla", 2, "skipped")]
+    ok = rows[0]
+    assert (ok.num_heads, ok.num_kv_heads, ok.head_dim, ok.context, ok.dtype, ok.backend) == (8, 2, 64, 100, "fp32",
+                                                                                              "torch")
+    assert ok.kv_bytes == 2 * 1 * 100 * 2 * 64 * 4
+    assert ok.median_s > 0 and ok.min_s <= ok.median_s and ok.runs == 2
+    assert ok.bytes_per_s == pytest.approx(ok.kv_bytes / ok.median_s)
+    assert ok.fraction_of_ceiling == pytest.approx(ok.bytes_per_s / ok.ceiling_bytes_per_s)
+    assert ok.predicted_s > 0 and ok.prediction_basis == "measured-copy"
+    assert set(ok.peer_times_s) == {"sdpa_gqa", "sdpa_gqa_bkld", "repeat_kv_sdpa"} and not ok.peer_errors
+    assert ok.speedups["sdpa_gqa"] == pytest.approx(ok.peer_times_s["sdpa_gqa"] / ok.median_s)
+    assert ok.software["torch"] == torch.__version__ and ok.device.startswith("cpu: ")
+    assert "MLA" in rows[2].reason and rows[2].median_s is None
+
+    with session_scope(engine) as session:
+        stored = session.exec(select(BenchResult)).all()
+        assert len(stored) == 4
+        shown = results_for_model(session, "org/small-gqa")
+        assert [r["batch"] for r in shown] == [2, 1]  # newest first
+        assert shown[0]["speedups"].keys() == {"sdpa_gqa", "sdpa_gqa_bkld", "repeat_kv_sdpa"}
+        assert len(latest_results(session)) == 4
+        assert benchmarked_models(session, local_device().name) == {"org/small-gqa", "org/small-mla"}
+
+
+def test_unknown_model_stops_before_running(engine):
+    add_model(engine, "org/small-gqa", SMALL_GQA)
+    with pytest.raises(UnknownModel, match="org/missing"):
+        bench_models(engine, ["org/small-gqa", "org/missing"], contexts=[16], **FAST)
+    with session_scope(engine) as session:
+        assert session.exec(select(BenchResult)).all() == []
+
+
+def test_model_without_a_parsed_config_is_skipped(engine):
+    add_model(engine, "org/broken", None)
+    with session_scope(engine) as session:
+        upsert_model(session, "org/broken")
+        record_config(session, "org/broken", "{not json", "b" * 40)
+    [row] = bench_models(engine, ["org/broken"], contexts=[16], **FAST)
+    assert row.status == "skipped" and "geometry" in row.reason
+
+
+def test_scheduled_job_benchmarks_notable_new_models_once(engine, settings):
+    add_model(engine, "org/popular", SMALL_GQA, downloads=5000)
+    add_model(engine, "org/from-snapshot", SMALL_MHA, source="snapshot")
+    add_model(engine, "org/popular-mla", SMALL_MLA, downloads=9000)
+    add_model(engine, "org/obscure", SMALL_GQA, downloads=3)
+    add_model(engine, "org/no-config", None, downloads=10**6)
+    settings = settings.model_copy(update={"bench_context": 32, "bench_repeats": 1, "bench_min_downloads": 1000})
+    device = local_device().name
+    picked = set(notable_unbenchmarked(engine, device, 1000, 10))
+    assert picked == {"org/popular", "org/from-snapshot", "org/popular-mla"}
+
+    rows = bench_new_models(engine, settings, limit=10)
+    assert {r.model_id: r.status for r in rows} == {"org/popular": "ok", "org/from-snapshot": "ok",
+                                                   "org/popular-mla": "skipped"}
+    assert {(r.context, r.batch) for r in rows} == {(32, 1)}
+    assert bench_new_models(engine, settings, limit=10) == []  # done (or skipped) models are not picked again
+
+
+def test_job_limit(engine, settings):
+    for i in range(3):
+        add_model(engine, f"org/popular-{i}", SMALL_GQA, downloads=5000)
+    settings = settings.model_copy(update={"bench_context": 16, "bench_repeats": 1, "bench_job_limit": 2})
+    assert len(bench_new_models(engine, settings)) == 2
+    assert len(bench_new_models(engine, settings)) == 1
+
+
+def test_measure_counts_the_bytes_read():
+    shape = AttentionShape(batch=1, num_heads=4, num_kv_heads=2, head_dim=64, context=8)
+    case = measure(shape, "fp32", local_device(), repeats=1, **FAST)
+    assert case.ours.runs == 1 and case.kv_bytes == 2 * 8 * 2 * 64 * 4 and not case.peer_errors
+
+
+def test_attention_shape_skips_what_the_kernel_cannot_run():
+    assert attention_shape(parse_geometry(SMALL_GQA), 2, 10) == AttentionShape(2, 8, 2, 64, 10)
+    with pytest.raises(SkipShape, match="MLA"):
+        attention_shape(parse_geometry(SMALL_MLA), 1, 10)
+    with pytest.raises(SkipShape, match="no attention"):
+        attention_shape(parse_geometry({"model_type": "mamba", "hidden_size": 256, "num_hidden_layers": 2}), 1, 10)
+    with pytest.raises(ValueError, match="batch and context"):
+        attention_shape(parse_geometry(SMALL_GQA), 0, 10)
+
+
+def test_rotation_copies():
+    assert rotation_copies(100 * 2**20, 768 * 2**20) == 4  # capped
+    assert rotation_copies(300 * 2**20, 768 * 2**20) == 3
+    assert rotation_copies(2 * 2**30, 768 * 2**20) == 1
+
+
+def test_interleaved_timing_rotates_inputs_and_checks_arguments():
+    seen = []
+    timings = time_interleaved([Contender("a", seen.append, [0, 1, 2]), Contender("b", lambda x: None, [None])],
+                               torch.device("cpu"), warmup=1, repeats=4)
+    assert seen == [0, 1, 2, 0, 1]  # one warm-up call, then the next input copy each round
+    assert timings["a"].runs == 4 and timings["b"].min_s <= timings["b"].median_s
+    with pytest.raises(ValueError, match="repeats"):
+        time_interleaved([], torch.device("cpu"), repeats=0)
+
+
+def _cli() -> list[str]:
+    script = shutil.which("observatory", path=str(Path(sys.executable).parent))
+    return [script] if script else [sys.executable, "-c", "from observatory.cli import main; main()"]
+
+
+def test_cli_benchmarks_and_stores(engine, settings):
+    add_model(engine, "org/small-gqa", SMALL_GQA)
+    env = dict(os.environ, OBSERVATORY_DATA_DIR=str(settings.data_dir))
+    proc = subprocess.run([*_cli(), "bench", "--model", "org/small-gqa", "--context", "64", "--context", "80",
+                           "--repeats", "2", "--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(r["model_id"], r["context"], r["status"]) for r in lines] == [("org/small-gqa", 64, "ok"),
+                                                                          ("org/small-gqa", 80, "ok")]
+    assert lines[0]["fraction_of_ceiling"] > 0 and "sdpa_gqa" in lines[0]["speedups"]
+    with session_scope(engine) as session:
+        assert len(session.exec(select(BenchResult)).all()) == 2
+
+    text = subprocess.run([*_cli(), "bench", "--model", "org/small-gqa", "--context", "32", "--repeats", "1",
+                           "--no-peers", "--no-store"], env=env, capture_output=True, text=True, timeout=300)
+    assert text.returncode == 0, text.stderr
+    assert "org/small-gqa  b=1 L=32 fp32  H=8 K=2 d=64  torch" in text.stdout and "% of copy" in text.stdout
+    with session_scope(engine) as session:
+        assert len(session.exec(select(BenchResult)).all()) == 2  # --no-store
+
+
+def test_cli_unknown_model_is_one_line(engine, settings):
+    env = dict(os.environ, OBSERVATORY_DATA_DIR=str(settings.data_dir))
+    proc = subprocess.run([*_cli(), "bench", "--model", "org/missing"], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 1 and proc.stderr.strip() == "Error: no stored model 'org/missing'"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--context", "0"], "Invalid value for '--context'"),
+    (["--batch", "x"], "Invalid value for '--batch'"),
+    (["--dtype", "fp64"], "Invalid value for '--dtype'"),
+    (["--device", "tpu"], "Invalid value for '--device'"),
+])
+def test_cli_usage_errors(args, message):
+    result = CliRunner().invoke(main, ["bench", *args])
+    assert result.exit_code == 2 and message in result.output

@@ -1,0 +1,83 @@
+"""``observatory crawl``: summary, --json, --list, --failures and bad input, against the stand-in."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from crawler_support import LLAMA, runs
+from observatory.cli import main
+from observatory.settings import get_settings
+from observatory.testing.hub_standin import populate
+
+
+@pytest.fixture
+def invoke(hub_settings, monkeypatch):
+    monkeypatch.setenv("OBSERVATORY_DATA_DIR", str(hub_settings.data_dir))
+    monkeypatch.setenv("HF_ENDPOINT", hub_settings.hf_endpoint)
+    monkeypatch.setenv("OBSERVATORY_HUB_TIMEOUT_S", "2")
+    monkeypatch.delenv("OBSERVATORY_DATABASE_URL", raising=False)
+    get_settings.cache_clear()
+
+    def run(*args: str):
+        return CliRunner().invoke(main, ["crawl", *args], catch_exceptions=False)
+
+    yield run
+    get_settings.cache_clear()
+
+
+def test_crawl_prints_a_summary_and_json_and_stores_the_run(engine, hub, invoke):
+    populate(hub, 12)
+    hub.add_repo("meta/gated", LLAMA, gated="auto")
+
+    human = invoke("--since", "2000-01-01", "--no-progress")
+    assert human.exit_code == 0, human.output
+    assert "new 12" in human.output and "failed 1" in human.output and "gated 1" in human.output
+    assert "requests 15 (config 12, listing 3)" in human.output
+
+    result = invoke("--json", "--no-progress")
+    assert result.exit_code == 0
+    data = json.loads(result.output)
+    assert data["status"] == "ok" and data["new"] == 0 and data["stats"]["requests_by_kind"] == {"listing": 2}
+    assert [r.id for r in runs(engine)] == [data["id"] - 1, data["id"]]
+
+
+def test_list_and_failures(engine, hub, invoke):
+    populate(hub, 3)
+    hub.add_repo("odd/html", "<html/>")
+    invoke("--since", "7d", "--no-progress")
+
+    listed = json.loads(invoke("--list", "--json").output)
+    assert [r["new"] for r in listed] == [3]
+    assert "ok" in invoke("--list").output
+    failures = json.loads(invoke("--failures", "--json").output)
+    assert [(f["model_id"], f["reason"], f["transient"]) for f in failures] == [("odd/html", "not_json", False)]
+    assert "not_json" in invoke("--failures").output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--since", "last tuesday"], "neither a date"),
+    (["--max-models", "0"], "x>=1"),
+    (["--min-downloads", "-1"], "x>=0"),
+])
+def test_bad_options_are_refused_with_a_clear_message(invoke, args, message):
+    result = invoke(*args)
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_scope_reused_with_other_filters_is_one_clear_error(hub, invoke):
+    populate(hub, 2)
+    assert invoke("--since", "7d", "--no-progress").exit_code == 0
+    result = invoke("--min-downloads", "100", "--no-progress")
+    assert result.exit_code == 1
+    assert "Error: scope 'default' was first crawled with other filters" in result.output
+
+
+def test_a_listing_the_hub_refuses_fails_the_run_with_one_line(engine, hub, invoke):
+    hub.add_fault("listing", 400, times=-1, body=b'{"error": "bad query"}')
+    result = invoke("--since", "1d", "--no-progress")
+    assert result.exit_code == 1 and result.output.startswith("Error: crawl failed: BadRequestError")
+    assert len(result.output.strip().splitlines()) == 1
+    assert [(r.status, r.error[:15]) for r in runs(engine)] == [("failed", "BadRequestError")]

@@ -1,0 +1,447 @@
+"""The HTML pages, their JSON twins and CSV exports, through the app in-process on a real SQLite
+file holding the bundled snapshot plus a few hostile models.
+
+Hostile strings cannot go into repo ids (they are validated), so they sit where a crawler would
+pass them through: config values (``model_type``, ``architectures``), parse errors, crawl
+failure details, and query parameters.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from datetime import datetime, timezone
+from html.parser import HTMLParser
+
+import pytest
+from fastapi.testclient import TestClient
+
+from observatory.db import session_scope
+from observatory.ingest import record_config, upsert_model
+from observatory.queries import SUMMARY_FIELDS
+
+XSS = "<script>alert(1)</script>"
+XSS_ATTR = '"><img src=x onerror=alert(2)>'
+FORMULA = "=HYPERLINK(\"http://evil\",\"x\")"
+HOSTILE_ID = "evil-org/hostile-config"
+LLAMA2_70B = "meta-llama/Llama-2-70b-hf"
+
+PAGES = ["/", "/trends", "/models", f"/models/{LLAMA2_70B}", "/models/deepseek-ai/DeepSeek-V3", "/hardware",
+         "/methodology", "/crawl", "/benchmarks", f"/models/{HOSTILE_ID}"]
+
+
+def _hostile_models(engine) -> None:
+    config = {
+        "model_type": XSS, "architectures": [XSS_ATTR, FORMULA], "hidden_size": 4096,
+        "num_attention_heads": 32, "num_key_value_heads": 4, "num_hidden_layers": 32,
+    }
+    broken = '{"num_attention_heads": "</script><script>alert(3)</script>", "num_hidden_layers": 2}'
+    with session_scope(engine) as session:
+        upsert_model(session, HOSTILE_ID, created_at=datetime(2025, 6, 1, tzinfo=timezone.utc), downloads=7)
+        record_config(session, HOSTILE_ID, json.dumps(config), "sha-hostile")
+        upsert_model(session, "evil-org/broken", created_at=datetime(2025, 6, 2, tzinfo=timezone.utc))
+        record_config(session, "evil-org/broken", broken, "sha-broken")
+        upsert_model(session, "evil-org/formula", created_at=datetime(2025, 6, 3, tzinfo=timezone.utc))
+        record_config(session, "evil-org/formula", json.dumps({**config, "model_type": FORMULA}), "sha-formula")
+
+
+def _crawl_history(engine) -> None:
+    from observatory.crawler.tables import CrawlFailure
+    from observatory.tables import CrawlRun
+
+    with session_scope(engine) as session:
+        session.add(CrawlRun(status="failed", seen=12, new=3, failed=2, error=f"listing failed: {XSS}",
+                             finished_at=datetime.now(timezone.utc), failures_by_reason={"gated": 2}))
+        session.add(CrawlFailure(model_id="<b>not-an-id</b>", reason="gated", detail=XSS))
+
+
+def _bench_result(engine) -> None:
+    from observatory.bench.tables import BenchResult
+
+    with session_scope(engine) as session:
+        session.add(BenchResult(model_id=LLAMA2_70B, device="cpu: test machine", device_type="cpu",
+                                backend="torch", dtype="fp32", batch=1, num_heads=64, num_kv_heads=8,
+                                head_dim=128, context=32768, median_s=0.0123, kv_bytes=268435456,
+                                bytes_per_s=2.18e10, ceiling_bytes_per_s=4.0e10, fraction_of_ceiling=0.545,
+                                predicted_s=0.0067, peer_times_s={"sdpa_gqa": 0.03}))
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    from observatory.db import make_engine
+    from observatory.settings import Settings
+    from observatory.trend_store import refresh_trends
+    from observatory.web.app import create_app
+
+    data_dir = tmp_path_factory.mktemp("pages") / "data"
+    settings = Settings(data_dir=data_dir, scheduler_enabled=False)
+    app = create_app(settings)
+    with TestClient(app) as test_client:  # lifespan: migrations, snapshot, trends
+        engine = make_engine(settings.resolved_database_url)
+        _hostile_models(engine)
+        _crawl_history(engine)
+        _bench_result(engine)
+        refresh_trends(engine)
+        engine.dispose()
+        yield test_client
+
+
+class _Scan(HTMLParser):
+    """Every <script>, <style> and attribute of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.scripts: list[dict] = []
+        self.styles = 0
+        self.attributes: list[tuple[str, str, str | None]] = []
+        self.canvases: list[str] = []
+        self.json_blocks: dict[str, str] = {}
+        self._in_json: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs_d = dict(attrs)
+        self.attributes.extend((tag, k, v) for k, v in attrs)
+        if tag == "script":
+            self.scripts.append(attrs_d)
+            if attrs_d.get("type") == "application/json":
+                self._in_json = attrs_d.get("id")
+        if tag == "style":
+            self.styles += 1
+        if tag == "canvas":
+            self.canvases.append(attrs_d.get("data-chart"))
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._in_json = None
+
+    def handle_data(self, data):
+        if self._in_json:
+            self.json_blocks[self._in_json] = self.json_blocks.get(self._in_json, "") + data
+
+
+def scan(html: str) -> _Scan:
+    parser = _Scan()
+    parser.feed(html)
+    return parser
+
+
+# ---- every page -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_renders_with_csp_and_no_inline_code(client, path):
+    r = client.get(path)
+    assert r.status_code == 200, r.text[:500]
+    assert r.headers["content-type"].startswith("text/html")
+    csp = r.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+    page = scan(r.text)
+    for script in page.scripts:  # site scripts by URL, data as inert JSON; nothing else
+        assert script.get("src", "").startswith("/static/") or script.get("type") == "application/json", script
+    assert page.styles == 0
+    inline = [(t, k) for t, k, _ in page.attributes if k == "style" or k.startswith("on")]
+    assert inline == []
+    for chart_id in page.canvases:  # each chart has its data block and a table for readers without scripts
+        assert chart_id in page.json_blocks
+        json.loads(page.json_blocks[chart_id])
+    assert r.text.count("<canvas") == r.text.count('<details class="chart-data" open>')
+
+
+@pytest.mark.parametrize("path", ["/index.json", "/trends.json", "/models.json", f"/models/{LLAMA2_70B}.json",
+                                  "/hardware.json", "/methodology.json", "/crawl.json", "/benchmarks.json"])
+def test_json_twins(client, path):
+    r = client.get(path)
+    assert r.status_code == 200, r.text[:500]
+    assert r.headers["content-type"] == "application/json"
+    assert r.json()["ok"] is True
+
+
+def test_pages_link_their_twins(client):
+    page = client.get("/trends?period=quarter").text
+    assert 'href="/trends.json?period=quarter"' in page
+    assert 'href="/trends.csv?period=quarter"' in page
+    assert 'rel="alternate" type="application/json"' in page
+
+
+# ---- escaping -------------------------------------------------------------------------------
+
+
+def _assert_inert(html: str) -> None:
+    assert "<script>alert" not in html
+    assert "<img src=x" not in html
+    assert "</script><script>" not in html
+
+
+def test_hostile_config_strings_are_escaped_everywhere(client):
+    model = client.get(f"/models/{HOSTILE_ID}").text
+    _assert_inert(model)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in model  # shown, as text
+    assert "&#34;&gt;&lt;img src=x onerror=alert(2)&gt;" in model or "&quot;&gt;&lt;img" in model
+    listing = client.get("/models?q=evil").text
+    _assert_inert(listing)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in listing
+    broken = client.get("/models/evil-org/broken").text
+    _assert_inert(broken)
+    assert "parse" in broken and "error" in broken
+    crawl = client.get("/crawl").text
+    _assert_inert(crawl)
+    assert "&lt;b&gt;not-an-id&lt;/b&gt;" in crawl
+
+
+@pytest.mark.parametrize("path", [
+    f"/models?q={XSS}", f"/trends?author={XSS}", f"/trends?model_type={XSS_ATTR}",
+    f"/models?author={XSS_ATTR}&model_type={XSS}", f"/models/{LLAMA2_70B}?context={XSS}",
+    f"/models?g_min={XSS}", f"/models/{XSS}", "/models/%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+])
+def test_hostile_query_parameters_are_escaped(client, path):
+    r = client.get(path)
+    assert r.status_code in (200, 400, 404)
+    _assert_inert(r.text)
+
+
+def test_chart_data_cannot_close_its_script_block():
+    from observatory.web.pages import environment
+
+    spec = {"type": "xy", "series": [{"label": "</script><script>alert(1)</script>", "points": []}]}
+    html = environment().from_string(
+        '{% from "_chart.html" import chart %}{% call chart("c", spec, "caption") %}<table></table>{% endcall %}'
+    ).render(spec=spec)
+    _assert_inert(html)
+    block = scan(html).json_blocks["chart-c"]
+    assert json.loads(block) == spec
+
+
+def test_csv_neutralises_spreadsheet_formulas(client):
+    rows = {r["id"]: r for r in csv.DictReader(io.StringIO(client.get("/models.csv?author=evil-org").text))}
+    assert rows["evil-org/formula"]["model_type"] == "'" + FORMULA  # a spreadsheet shows it, never runs it
+    assert rows[HOSTILE_ID]["model_type"] == XSS  # CSV is data: escaping is the reader's job
+
+
+# ---- the model list ------------------------------------------------------------------------
+
+
+def test_models_json_matches_the_api_and_pages_cover_everything(client):
+    seen: list[str] = []
+    url = "/models.json?size=40&sort=group_size&order=desc"
+    pages = 0
+    while url:
+        r = client.get(url)
+        assert r.status_code == 200
+        body = r.json()
+        seen += [row["id"] for row in body["rows"]]
+        if body["next"]:
+            assert r.headers["link"] == f'<{body["next_url"]}>; rel="next"'
+            assert body["next_url"].startswith("/models.json?")
+        url = body["next_url"]
+        pages += 1
+    assert pages >= 4
+    assert len(seen) == len(set(seen))
+    api = client.get("/api/v1/models.csv?sort=group_size&order=desc").text
+    api_ids = [row["id"] for row in csv.DictReader(io.StringIO(api))]
+    assert seen == api_ids
+    first = client.get("/models.json?size=5&kind=MLA").json()
+    assert first["rows"] == client.get("/api/v1/models?size=5&kind=MLA").json()["rows"]
+    assert {row["attention_kind"] for row in first["rows"]} == {"MLA"}
+
+
+def test_models_html_paginates_with_links(client):
+    html = client.get("/models?size=10&sort=id&order=asc").text
+    match = re.search(r'<a href="([^"]+)" rel="next">', html)
+    assert match
+    second = client.get(match.group(1).replace("&amp;", "&")).text
+    assert "« First page" in second
+    first_ids = re.findall(r'<td class="id"><a href="/models/([^"]+)">', html)
+    second_ids = re.findall(r'<td class="id"><a href="/models/([^"]+)">', second)
+    assert len(first_ids) == len(second_ids) == 10
+    assert max(first_ids) < min(second_ids)
+
+
+def test_models_csv_same_query_and_stream(client):
+    page = client.get("/models.csv?size=7&kind=GQA")
+    assert page.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(page.text)))
+    assert list(rows[0].keys()) == list(SUMMARY_FIELDS)
+    assert len(rows) == 7 and {r["attention_kind"] for r in rows} == {"GQA"}
+    assert 'rel="next"' in page.headers["link"]
+    everything = list(csv.DictReader(io.StringIO(client.get("/models.csv?kind=GQA&_stream=on").text)))
+    assert len(everything) == len(client.get("/models.json?kind=GQA&size=500").json()["rows"]) > 7
+
+
+@pytest.mark.parametrize("query, message", [
+    ("kind=XYZ", "kind"), ("g_min=abc", "g_min"), ("g_min=9&g_max=2", "g_min"), ("size=0", "size"),
+    ("next=not-a-token", "next"), ("created_from=2025-13-01", "created_from"),
+])
+def test_models_bad_parameters(client, query, message):
+    html = client.get(f"/models?{query}")
+    assert html.status_code == 400 and html.headers["content-type"].startswith("text/html")
+    assert message in html.text and "Bad request" in html.text
+    body = client.get(f"/models.json?{query}")
+    assert body.status_code == 400
+    assert body.json()["ok"] is False and message in body.json()["error"]
+
+
+# ---- trends and home ------------------------------------------------------------------------
+
+
+def test_trends_twin_and_csv_agree(client):
+    data = client.get("/trends.json?period=quarter&weighting=downloads").json()
+    assert data["params"]["period"] == "quarter" and data["params"]["weighting"] == "downloads"
+    assert data["points"] and data["points"][-1]["label"].startswith("20")
+    rows = list(csv.DictReader(io.StringIO(client.get("/trends.csv?period=quarter&weighting=downloads").text)))
+    assert [r["period_start"] for r in rows] == [p["period_start"] for p in data["points"]]
+    with_models = [p for p in data["points"] if p["weight_total"]]  # downloads: 0-download periods have no shares
+    assert with_models
+    assert all(abs(sum(v for v in p["shares"].values() if v) - 1) < 1e-9 for p in with_models)
+    api = client.get("/api/v1/trends?period=quarter&weighting=downloads").json()
+    assert [p["period_start"] for p in api["points"]] == [p["period_start"] for p in data["points"]]
+
+
+def test_trends_charts_carry_the_same_numbers_as_the_tables(client):
+    page = scan(client.get("/trends?period=quarter").text)
+    share = json.loads(page.json_blocks["chart-kind-share"])
+    data = client.get("/trends.json?period=quarter").json()
+    assert share["labels"] == [p["label"] for p in data["points"]]
+    gqa = next(s for s in share["series"] if s["label"] == "GQA")
+    assert gqa["values"] == [p["shares"]["GQA"] for p in data["points"]]
+    g_chart = json.loads(page.json_blocks["chart-g-dist"])
+    plotted = sum(len(s["points"]) for s in g_chart["series"] if s["style"] == "points")
+    assert plotted == sum(1 for m in data["plotted_models"]["rows"] if m["group_size"] is not None) > 100
+
+
+def test_trends_population_filters(client):
+    org = client.get("/trends.json?author=meta-llama").json()
+    assert org["population"] == "author=meta-llama" and org["precomputed"] is False
+    listed = client.get("/models.json?author=meta-llama&size=500").json()["rows"]
+    counted = [r for r in listed if r["created_at"] and r["attention_kind"]]
+    assert len(counted) >= 5 and sum(p["count"] for p in org["points"]) == len(counted)
+    empty = client.get("/trends?author=nobody-at-all")
+    assert empty.status_code == 200 and "No models with a release date match" in empty.text
+
+
+@pytest.mark.parametrize("query", ["period=year", "weighting=likes", "min_downloads=-1", "since=2025-02-30",
+                                   "since=2025-01-01&until=2024-01-01"])
+def test_trends_bad_parameters(client, query):
+    assert client.get(f"/trends?{query}").status_code == 400
+    assert client.get(f"/trends.json?{query}").json()["status"] == 400
+
+
+def test_home_headlines(client):
+    data = client.get("/index.json").json()
+    quarter = data["headlines"]["quarter"]
+    assert quarter["count"] >= 5
+    assert 0 <= quarter["share_gqa_or_mla"] <= 1
+    assert data["models_tracked"]["total"] >= 150
+    assert data["last_crawl"]["status"] == "failed"
+    html = client.get("/").text
+    assert f"{quarter['quarter']}" in html and "models tracked" in html
+
+
+# ---- one model ------------------------------------------------------------------------------
+
+
+def test_model_page_kv_calculator_server_side(client):
+    # The seed example: Llama 2 70B, 2,048 tokens, batch 1, fp16 -> 0.671 GB, MHA 5.37 GB.
+    html = client.get(f"/models/{LLAMA2_70B}?context=2048&batch=1&dtype=fp16").text
+    assert 'id="kv-bytes">671,088,640 B<' in html
+    assert 'id="kv-mha-bytes">5,368,709,120 B<' in html
+    assert 'id="kv-gb">671 MB<' in html and "8.00× smaller than MHA" in html
+    kv = json.loads(scan(html).json_blocks["kv-data"])
+    assert kv["terms"] == [{"elements_per_token": 80 * 2 * 8 * 128, "cap": None}]
+    assert kv["params"] == {"context": 2048, "batch": 1, "dtype": "fp16"}
+
+
+def test_model_twin_has_geometry_provenance_history_and_roofline(client):
+    data = client.get(f"/models/{LLAMA2_70B}.json?context=4096&batch=8").json()
+    geometry = data["geometry"]
+    assert (geometry["num_query_heads"], geometry["num_kv_heads"], geometry["group_size"]) == (64, 8, 8.0)
+    sources = {p["field"]: p for p in geometry["provenance"]}
+    assert sources["num_kv_heads"]["source"] == "num_key_value_heads" and sources["num_kv_heads"]["kind"] == "disclosed"
+    assert sources["head_dim"]["kind"] == "derived"
+    assert data["revisions"][0]["config_url"].startswith("/api/v1/revisions/")
+    roof = data["roofline_at"]
+    assert (roof["context"], roof["batch"]) == (4096, 8)
+    h100 = next(r for r in roof["rows"] if r["hardware"]["id"] == "h100-sxm")
+    assert h100["bound"] == "memory" and h100["speedup"] > 1
+    assert data["calculator"]["rows"][0]["bytes"] * 8 == data["calculator"]["rows"][0]["mha_bytes"]
+    assert data["bench_results"] and data["bench_results"][0]["device"] == "cpu: test machine"
+    raw = client.get(data["revisions"][0]["config_url"])
+    assert raw.status_code == 200 and json.loads(raw.text)["num_key_value_heads"] == 8
+
+
+def test_model_page_sections(client):
+    html = client.get(f"/models/{LLAMA2_70B}").text
+    for section in ('id="geometry"', 'id="kv"', 'id="roofline"', 'id="history"', 'id="bench"'):
+        assert section in html
+    roof = json.loads(scan(html).json_blocks["chart-roofline"])
+    names = [s["label"] for s in roof["series"]]
+    assert "NVIDIA H100 SXM" in names and "MHA counterfactual" in names
+    mla = client.get("/models/deepseek-ai/DeepSeek-V3").text
+    assert "kv_lora_rank + qk_rope_head_dim" in mla
+
+
+@pytest.mark.parametrize("query, status", [("context=0", 400), ("context=abc", 400), ("batch=100000", 400),
+                                           ("dtype=fp4", 400)])
+def test_model_page_bad_calculator_input(client, query, status):
+    r = client.get(f"/models/{LLAMA2_70B}?{query}")
+    assert r.status_code == status and "Bad request" in r.text
+    assert client.get(f"/models/{LLAMA2_70B}.json?{query}").json()["status"] == status
+
+
+def test_model_page_missing_and_invalid(client):
+    missing = client.get("/models/nobody/nothing")
+    assert missing.status_code == 404 and "no model" in missing.text
+    assert client.get("/models/nobody/nothing.json").json() == {
+        "ok": False, "error": "no model 'nobody/nothing' in the store",
+        "errors": ["no model 'nobody/nothing' in the store"], "status": 404}
+    assert client.get("/models/a--b/c").status_code == 400
+    assert client.get(f"/models/{LLAMA2_70B}.csv").status_code == 404
+
+
+def test_unknown_page_is_an_html_error_for_browsers(client):
+    r = client.get("/no-such-page", headers={"accept": "text/html"})
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
+    assert client.get("/no-such-page.json").json()["status"] == 404
+
+
+# ---- other lists ----------------------------------------------------------------------------
+
+
+def test_hardware_page_json_csv(client):
+    data = client.get("/hardware.json").json()
+    assert len(data["rows"]) >= 15
+    h100 = next(r for r in data["rows"] if r["id"] == "h100-sxm")
+    assert h100["sources"] and abs(h100["ridge_bf16"] - 989e12 / 3.35e12) < 1e-6
+    rows = list(csv.DictReader(io.StringIO(client.get("/hardware.csv").text)))
+    assert [r["id"] for r in rows] == [r["id"] for r in data["rows"]]
+    ridge = json.loads(scan(client.get("/hardware").text).json_blocks["chart-ridge"])
+    assert sum(len(s["points"]) for s in ridge["series"]) == sum(
+        (r["ridge_bf16"] is not None) + (r["ridge_fp8"] is not None) for r in data["rows"])
+
+
+def test_crawl_and_benchmarks_lists(client):
+    crawl = client.get("/crawl.json").json()
+    assert crawl["runs"][0]["status"] == "failed" and crawl["health"]["failures_by_reason"] == {"gated": 1}
+    runs = list(csv.DictReader(io.StringIO(client.get("/crawl.csv").text)))
+    assert runs[0]["status"] == "failed" and runs[0]["seen"] == "12"
+    bench = list(csv.DictReader(io.StringIO(client.get("/benchmarks.csv").text)))
+    assert bench[0]["model_id"] == LLAMA2_70B
+    assert LLAMA2_70B in client.get("/benchmarks").text
+
+
+def test_methodology_numbers_come_from_the_code(client):
+    data = client.get("/methodology.json").json()
+    assert data["example"]["gqa_bytes"] == 671_088_640 and data["example"]["mha_bytes"] == 5_368_709_120
+    html = client.get("/methodology").text
+    assert "671,088,640" in html and "GiB" in html and "Known limits" in html
+
+
+def test_static_assets_are_vendored(client):
+    html = client.get("/").text
+    assets = re.findall(r'<script src="([^"]+)"', html) + re.findall(r'<link rel="(?:stylesheet|icon)" href="([^"]+)"', html)
+    assert any("chart.umd.min.js" in a for a in assets)
+    for url in assets:
+        assert url.startswith("/static/"), url  # no CDN: the site works offline
+        r = client.get(url)
+        assert r.status_code == 200 and len(r.content) > 100, url

@@ -1,0 +1,88 @@
+"""Precomputed trends on a real store: refresh, staleness, config changes, plotted rows."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from sqlmodel import Session
+
+from api_testdata import SPECS, Spec, add_model, build
+from observatory.trend_store import (
+    Population,
+    ensure_trends,
+    plotted_trend_rows,
+    read_trends,
+    refresh_trends,
+    trends_stale,
+)
+
+
+def month(engine, when: date, weighting="count", population=Population()):
+    with Session(engine) as session:
+        series = read_trends(session, population, "month", weighting)
+    return next(p for p in series.points if p.period_start == when)
+
+
+def test_refresh_writes_every_standard_series(engine):
+    build(engine)
+    report = refresh_trends(engine)
+    dated_with_geometry = [s for s in SPECS if s.created and s.config != "broken"]
+    assert report.models == len(dated_with_geometry)
+    with Session(engine) as session:
+        for population in (Population(), Population(min_downloads=1000), Population(min_downloads=100_000)):
+            for period in ("month", "week", "quarter"):
+                series = read_trends(session, population, period, "downloads")
+                assert series.precomputed and series.points
+        total = sum(p.count for p in read_trends(session, Population(), "quarter", "count").points)
+        big = sum(p.count for p in read_trends(session, Population(min_downloads=100_000), "quarter").points)
+    assert total == len(dated_with_geometry)
+    assert big == sum(1 for s in dated_with_geometry if s.downloads >= 100_000)
+
+
+def test_a_changed_config_moves_its_model_and_counts_once(engine):
+    build(engine)
+    refresh_trends(engine)
+    sept = date(2024, 9, 1)
+    before = month(engine, sept)  # alpha/tiny (G 8), gamma/qwen-72b (G 8), solo-model (G 8)
+    assert before.count == 3 and before.shares["GQA"] == 1 and before.g_median == 8
+    add_model(engine, Spec("alpha/tiny", "mha", (2024, 9, 25), 0, 10**9), sha="rev2")
+    assert trends_stale(engine)
+    refresh_trends(engine)
+    after = month(engine, sept)
+    assert after.count == 3  # the old revision is not counted as well
+    assert after.shares["MHA"] == 1 / 3 and after.shares["GQA"] == 2 / 3
+    assert after.g_p25 == 1  # G = [1, 8, 8]: q=.25 target .75 -> 1
+
+
+def test_staleness(engine):
+    assert not trends_stale(engine)  # empty store: nothing to do
+    assert ensure_trends(engine) is None
+    build(engine)
+    assert trends_stale(engine)
+    assert ensure_trends(engine).models > 0
+    assert not trends_stale(engine) and ensure_trends(engine) is None
+    add_model(engine, Spec("omega/new", "g4", (2025, 10, 1), 5), sha="r")
+    assert trends_stale(engine)
+
+
+def test_readers_see_old_points_until_refresh_commits(engine):
+    build(engine)
+    refresh_trends(engine)
+    add_model(engine, Spec("omega/late", "g4", (2023, 2, 3), 5), sha="r")
+    assert month(engine, date(2023, 2, 1)).count == 2  # precomputed: not yet refreshed
+    refresh_trends(engine)
+    assert month(engine, date(2023, 2, 1)).count == 3
+
+
+def test_plotted_rows_most_downloaded_first(engine):
+    build(engine)
+    refresh_trends(engine)
+    with Session(engine) as session:
+        rows, total = plotted_trend_rows(session, Population(), limit=3)
+        assert [r.model_id for r in rows] == ["gamma/latent-v3", "alpha/llama-70b", "alpha/Llama_Chat"]
+        assert total == 15  # dated models with a geometry
+        rows, total = plotted_trend_rows(session, Population(author="alpha"), limit=2,
+                                         since=date(2023, 2, 1), until=date(2023, 12, 31))
+        assert [r.model_id for r in rows] == ["alpha/Llama_Chat", "alpha/llama-13b"] and total == 3
+        rows, total = plotted_trend_rows(session, Population(author="gamma"), limit=100)
+        assert total == len(rows) == 5

@@ -1,0 +1,89 @@
+"""Reading the Hub's rate-limit headers and pausing every thread for as long as it asks."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from observatory.hub.ratelimit import RateGate, bucket_of, retry_after_seconds, server_wait
+from observatory.hub.session import request_kind
+
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("7", 7.0),
+    (" 120 ", 120.0),
+    ("Thu, 01 Jan 2026 12:00:30 GMT", 30.0),
+    ("Thu, 01 Jan 2026 11:00:00 GMT", 0.0),  # in the past: no wait
+    ("soon", None),
+    ("-5", None),
+    ("", None),
+])
+def test_retry_after_seconds_or_http_date(value, expected):
+    assert retry_after_seconds({"Retry-After": value}, now=NOW) == expected
+
+
+def test_retry_after_absent_and_case_insensitive():
+    assert retry_after_seconds({}, now=NOW) is None
+    assert retry_after_seconds({"retry-after": "3"}, now=NOW) == 3.0
+
+
+@pytest.mark.parametrize(("status", "headers", "expected"), [
+    (429, {"RateLimit": '"api";r=0;t=55', "RateLimit-Policy": '"fixed window";"api";q=500;w=300'}, ("api", 55.0)),
+    (200, {"ratelimit": '"resolvers";r=0;t=12'}, ("resolvers", 12.0)),  # spent window, even on a 200
+    (200, {"RateLimit": '"resolvers";r=2998;t=172'}, (None, None)),  # quota left: go on
+    (429, {"Retry-After": "4"}, (None, 4.0)),
+    (503, {"Retry-After": "2"}, (None, 2.0)),
+    (500, {"Retry-After": "2"}, (None, None)),  # Retry-After means nothing on a plain 500
+    (429, {"RateLimit": "garbage"}, (None, None)),
+    (429, {}, (None, None)),
+])
+def test_server_wait(status, headers, expected):
+    assert server_wait(status, headers) == expected
+
+
+@pytest.mark.parametrize(("path", "bucket", "kind"), [
+    ("/api/models", "api", "listing"),
+    ("/api/models/org/name", "api", "model_info"),
+    ("/org/name/resolve/abc/config.json", "resolvers", "config"),
+    ("/api/resolve-cache/models/org/name/abc/config.json", "resolvers", "config"),
+    ("/org/name", "pages", "other"),
+])
+def test_buckets_and_request_kinds(path, bucket, kind):
+    assert bucket_of(path) == bucket
+    assert request_kind(path) == kind
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_gate_pauses_one_bucket_and_keeps_the_longest_pause():
+    clock = FakeClock()
+    gate = RateGate(clock=clock, sleep=clock.sleep)
+    gate.pause("resolvers", 10)
+    gate.pause("resolvers", 3)  # a shorter pause never shortens a longer one
+    assert gate.remaining("resolvers") == 10 and gate.remaining("api") == 0
+    assert gate.wait("api", limit=60) == 0
+    assert gate.wait("resolvers", limit=60) == 10 and gate.remaining("resolvers") == 0
+
+
+def test_gate_wait_is_capped():
+    clock = FakeClock()
+    gate = RateGate(clock=clock, sleep=clock.sleep)
+    gate.pause("resolvers", 300)
+    assert gate.wait("resolvers", limit=5) == 5
+    assert gate.remaining("resolvers") == 295
+    gate.reset()
+    assert gate.remaining("resolvers") == 0

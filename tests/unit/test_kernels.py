@@ -1,0 +1,222 @@
+"""The PyTorch decode path, the float64 reference, input checks and the peers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from kernel_support import Case, assert_close, compare, make_inputs
+from kernels import check_inputs, gqa_decode, gqa_decode_reference
+from kernels.peers import available_peers, repeat_kv
+from kernels.torch_decode import chunk_tokens, gqa_decode_torch, merge
+
+TORCH_CASES = [
+    # (heads, kv_heads): MHA G=1, GQA G=2/4/8/16, MQA G=8/16
+    Case("mha-g1-d64", 4, 4, 64, (37, 5)),
+    Case("gqa-g2-d128", 8, 4, 128, (100,)),
+    Case("gqa-g4-d128-ragged", 8, 2, 128, (70, 0, 19, 70)),
+    Case("mqa-g8-d256", 8, 1, 256, (65, 64)),
+    Case("gqa-g16-d64", 32, 2, 64, (33, 1)),
+    Case("mqa-g16-d128", 16, 1, 128, (45,)),
+    Case("fp16-g4", 8, 2, 64, (50, 50, 7), "fp16"),
+    Case("bf16-g8", 16, 2, 128, (41,), "bf16"),
+    Case("paged-bs16", 8, 2, 64, (50, 0, 17), block_size=16),
+    Case("paged-bs7-fp16", 4, 1, 128, (30, 30), "fp16", block_size=7),
+    Case("paged-bs1", 4, 2, 64, (11, 6), block_size=1),
+    Case("all-empty", 4, 2, 64, (0, 0)),
+    Case("custom-scale", 8, 2, 64, (29,), scale=0.3),
+    # Small chunks so short sequences take the chunked path: whole chunks plus a tail, merged by LSE.
+    Case("chunked-tail", 8, 2, 64, (100, 100, 33), chunk=16),
+    Case("chunked-exact-fp16", 8, 4, 64, (64,), "fp16", chunk=16),
+    Case("chunked-paged-bf16", 8, 2, 128, (90, 45), "bf16", block_size=8, chunk=16),
+]
+
+
+def run_torch(case: Case, seed: int = 0) -> dict:
+    q, k, v, seqlens, block_table = make_inputs(case, seed)
+    poisoned = torch.full_like(q, math.nan)
+    shape = check_inputs(q, k, v, seqlens, block_table, case.scale, poisoned)
+    scale = case.scale or 1 / math.sqrt(case.head_dim)
+    lse = gqa_decode_torch(q, k, v, seqlens, block_table, scale, shape, poisoned, chunk=case.chunk)
+    return compare(case, poisoned, lse, *gqa_decode_reference(q, k, v, seqlens, block_table, case.scale))
+
+
+@pytest.mark.parametrize("case", TORCH_CASES, ids=lambda c: c.id)
+def test_torch_path_matches_reference(case):
+    assert_close(case, run_torch(case))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_fresh_inputs_each_seed(seed):
+    assert_close(TORCH_CASES[2], run_torch(TORCH_CASES[2], seed))
+
+
+@pytest.mark.slow
+def test_default_chunking_on_a_long_sequence():
+    # K=8, d=128, fp32: 256-token chunks, so 5000 tokens = 19 chunks and a 136-token tail.
+    case = Case("long", 32, 8, 128, (5000,))
+    assert chunk_tokens(8, 128, 4) == 256
+    assert_close(case, run_torch(case))
+
+
+def test_public_entry_point_runs_the_torch_path_on_cpu():
+    case = Case("api", 8, 2, 64, (20, 9))
+    q, k, v, seqlens, _ = make_inputs(case)
+    out, lse = gqa_decode(q, k, v, seqlens, return_lse=True)
+    ref_out, ref_lse = gqa_decode_reference(q, k, v, seqlens)
+    assert_close(case, compare(case, out, lse, ref_out, ref_lse))
+    assert torch.equal(gqa_decode(q, k, v, seqlens, backend="torch"), out)
+
+
+def test_reference_agrees_with_sdpa_enable_gqa():
+    # An independent statement of the semantics: query head h uses KV head h // G.
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 8, 32, generator=gen, dtype=torch.float64)
+    k = torch.randn(2, 10, 2, 32, generator=gen, dtype=torch.float64)
+    v = torch.randn(2, 10, 2, 32, generator=gen, dtype=torch.float64)
+    q32, k32, v32 = q.float(), k.float(), v.float()
+    out, lse = gqa_decode_reference(q32, k32, v32, torch.tensor([10, 10], dtype=torch.int32))
+    expected = F.scaled_dot_product_attention(q32.double().unsqueeze(2), k32.double().transpose(1, 2),
+                                              v32.double().transpose(1, 2), enable_gqa=True).squeeze(2)
+    assert torch.allclose(out, expected, atol=1e-12)
+    scores = torch.einsum("bhd,blhd->bhl", q32.double(), k32.double().repeat_interleave(4, dim=2)) / math.sqrt(32)
+    assert torch.allclose(lse, torch.logsumexp(scores, -1), atol=1e-12)
+
+
+def test_merge_of_partials_equals_one_pass():
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 4, 16, generator=gen), torch.randn(1, 2, 40, 16, generator=gen),
+               torch.randn(1, 2, 40, 16, generator=gen))
+    def attend(keys, values):
+        s = q @ keys.transpose(-1, -2)
+        return torch.softmax(s, -1) @ values, torch.logsumexp(s, -1)
+    whole_out, whole_lse = attend(k, v)
+    parts = [attend(k[:, :, a:b], v[:, :, a:b]) for a, b in ((0, 13), (13, 30), (30, 40))]
+    empty = (torch.zeros_like(whole_out), torch.full_like(whole_lse, -math.inf))  # an empty split adds nothing
+    out, lse = merge(torch.stack([p[0] for p in parts] + [empty[0]]), torch.stack([p[1] for p in parts] + [empty[1]]))
+    assert torch.allclose(out, whole_out, atol=1e-6) and torch.allclose(lse, whole_lse, atol=1e-6)
+    out, lse = merge(torch.stack([empty[0], empty[0]]), torch.stack([empty[1], empty[1]]))
+    assert not out.isnan().any() and (out == 0).all() and (lse == -math.inf).all()
+
+
+class LargestNewTensor(TorchDispatchMode):
+    """Records the largest storage any op allocates (views of existing storage do not count)."""
+
+    def __init__(self):
+        super().__init__()
+        self.largest, self.op = 0, None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        inputs = {t.untyped_storage().data_ptr() for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in inputs:
+                if t.untyped_storage().nbytes() > self.largest:
+                    self.largest, self.op = t.untyped_storage().nbytes(), str(func)
+        return out
+
+
+@pytest.mark.parametrize("paged", [False, True])
+def test_never_materialises_repeated_kv(paged):
+    q, k, v = torch.randn(1, 32, 128), torch.randn(1, 4096, 2, 128), torch.randn(1, 4096, 2, 128)
+    seqlens = torch.tensor([4096], dtype=torch.int32)
+    args = (q, k.view(64, 64, 2, 128), v.view(64, 64, 2, 128), seqlens,
+            torch.arange(64, dtype=torch.int32)[None]) if paged else (q, k, v, seqlens)
+    with LargestNewTensor() as watch:
+        gqa_decode(*args)
+    # Paged caches are gathered once (1x); repeating K/V over G = 16 would be 16x.
+    assert watch.largest <= (k.nbytes if paged else k.nbytes // 8), (watch.op, watch.largest / k.nbytes)
+    with LargestNewTensor() as watch:  # the check can fail: transformers' repeat_kv does materialise
+        repeat_kv(k.transpose(1, 2), 16)
+    assert watch.largest == 16 * k.nbytes
+
+
+# -- bad input: one clear ValueError each ------------------------------------------------------------
+
+def _good():
+    return (torch.zeros(2, 8, 64), torch.zeros(2, 16, 2, 64), torch.zeros(2, 16, 2, 64),
+            torch.tensor([16, 3], dtype=torch.int32))
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda a: {"q": a["q"][0]}, "q must be"),
+    (lambda a: {"k_cache": a["k_cache"][0]}, "k_cache must be"),
+    (lambda a: {"v_cache": a["v_cache"][:, :8]}, "v_cache shape"),
+    (lambda a: {"q": a["q"].double(), "k_cache": a["k_cache"].double(), "v_cache": a["v_cache"].double()}, "dtype"),
+    (lambda a: {"k_cache": a["k_cache"].half(), "v_cache": a["v_cache"].half()}, "share a dtype"),
+    (lambda a: {"q": torch.zeros(2, 8, 32)}, "head_dim"),
+    (lambda a: {"q": torch.zeros(2, 6, 64), "k_cache": torch.zeros(2, 16, 4, 64),
+                "v_cache": torch.zeros(2, 16, 4, 64)}, "multiple of num_kv_heads"),
+    (lambda a: {"q": torch.zeros(3, 8, 64), "cache_seqlens": torch.tensor([1, 2, 3], dtype=torch.int32)},
+     "k_cache batch"),
+    (lambda a: {"cache_seqlens": a["cache_seqlens"].long()}, "int32"),
+    (lambda a: {"cache_seqlens": torch.tensor([16], dtype=torch.int32)}, "cache_seqlens must be int32 of shape"),
+    (lambda a: {"cache_seqlens": torch.tensor([17, 3], dtype=torch.int32)}, r"\[0, 16\]"),
+    (lambda a: {"cache_seqlens": torch.tensor([-1, 3], dtype=torch.int32)}, r"\[0, 16\]"),
+    (lambda a: {"q": torch.zeros(2, 64, 8).transpose(1, 2)}, "contiguous"),
+    (lambda a: {"scale": -1.0}, "scale"),
+    (lambda a: {"scale": math.nan}, "scale"),
+    (lambda a: {"out": torch.zeros(2, 8, 32)}, "out must be"),
+    (lambda a: {"q": [[0.0]]}, "torch.Tensor"),
+])
+def test_bad_inputs_are_named(change, message):
+    q, k, v, seqlens = _good()
+    args = {"q": q, "k_cache": k, "v_cache": v, "cache_seqlens": seqlens} | change(
+        {"q": q, "k_cache": k, "v_cache": v, "cache_seqlens": seqlens})
+    with pytest.raises(ValueError, match=message):
+        gqa_decode(**args)
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    (torch.tensor([[0, 1], [2, 3]], dtype=torch.int64), "block_table must be int32"),
+    (torch.tensor([[0, 1]], dtype=torch.int32), "block_table must be int32"),
+    (torch.tensor([[0, 9], [2, 3]], dtype=torch.int32), "block_table entries"),
+    (torch.tensor([[0, 1], [-1, 3]], dtype=torch.int32), "block_table entries"),
+])
+def test_bad_block_tables_are_named(table, message):
+    q = torch.zeros(2, 8, 64)
+    pages = torch.zeros(4, 8, 2, 64)  # 4 blocks of 8 tokens; each sequence may use 2
+    with pytest.raises(ValueError, match=message):
+        gqa_decode(q, pages, pages, torch.tensor([16, 3], dtype=torch.int32), table)
+
+
+def test_unused_block_table_entries_are_not_checked():
+    # Only blocks a sequence reaches are read, so garbage past them (e.g. -1 padding) is allowed.
+    q, pages = torch.randn(1, 4, 64), torch.randn(3, 8, 2, 64)
+    out = gqa_decode(q, pages, pages, torch.tensor([5], dtype=torch.int32), torch.tensor([[2, -1]], dtype=torch.int32))
+    assert torch.isfinite(out).all()
+
+
+def test_unknown_backend_is_refused():
+    q, k, v, seqlens = _good()
+    with pytest.raises(ValueError, match="backend must be one of"):
+        gqa_decode(q, k, v, seqlens, backend="cuda")
+
+
+# -- peers ------------------------------------------------------------------------------------------
+
+def test_peers_agree_with_the_reference():
+    q, k, v, seqlens, _ = make_inputs(Case("peers", 8, 2, 64, (40, 40), spare=0))
+    ref, _ = gqa_decode_reference(q, k, v, seqlens)
+    peers = available_peers(torch.device("cpu"))
+    assert {p.name for p in peers} >= {"sdpa_gqa", "sdpa_gqa_bkld", "repeat_kv_sdpa"}
+    for peer in peers:
+        out = peer.run(peer.prepare(q, k, v, seqlens))
+        assert (out.double() - ref).abs().max() / ref.abs().max() < 2e-5, peer.name
+
+
+def test_peers_refuse_ragged_batches():
+    q, k, v, _, _ = make_inputs(Case("ragged", 8, 2, 64, (40, 30), spare=0))
+    with pytest.raises(ValueError, match="equal lengths"):
+        available_peers(torch.device("cpu"))[0].prepare(q, k, v, torch.tensor([40, 30], dtype=torch.int32))
+
+
+def test_repeat_kv_is_repeat_interleave():
+    x = torch.randn(2, 3, 5, 4)
+    assert torch.equal(repeat_kv(x, 4), x.repeat_interleave(4, dim=1))
+    assert repeat_kv(x, 1) is x

@@ -1,0 +1,210 @@
+"""Trend aggregation: quantiles, weighting, kind buckets, size classes and periods, checked
+against numbers worked out by hand (the arithmetic is in the comments)."""
+
+from __future__ import annotations
+
+import random
+from datetime import date, datetime, timezone
+
+import pytest
+
+from observatory.trends import (
+    KIND_BUCKETS,
+    SIZE_CLASSES,
+    TrendRow,
+    compute_trend_points,
+    kind_bucket,
+    next_period,
+    period_start,
+    size_class,
+    weighted_quantiles,
+)
+
+
+def row(model_id, when, kind="GQA", g=None, kv=None, params=None, downloads=0, hybrid=False):
+    created = datetime(*when, tzinfo=timezone.utc) if when else None
+    return TrendRow(model_id=model_id, author=model_id.split("/")[0], model_type="llama", created_at=created,
+                    attention_kind=kind, is_hybrid=hybrid, group_size=g, kv_bytes_per_token=kv,
+                    num_parameters=params, downloads=downloads)
+
+
+# January 2025: six models, one undated model, nothing in February, one model in March.
+ROWS = [
+    row("o/a", (2025, 1, 3), "GQA", g=4, kv=1000, params=7_000_000_000, downloads=10),
+    row("o/b", (2025, 1, 9), "GQA", g=8, kv=3000, params=70_000_000_000, downloads=30),
+    row("o/c", (2025, 1, 15), "MHA", g=1, kv=8000, params=1_000_000_000, downloads=0),
+    row("o/d", (2025, 1, 20), "GQA", g=32, kv=500, params=None, downloads=60, hybrid=True),
+    row("o/e", (2025, 1, 31, 23, 59), "MLA", g=None, kv=2000, params=671_000_000_000, downloads=100),
+    row("o/f", (2025, 1, 2), "none", g=None, kv=0, params=130_000_000, downloads=0),
+    row("o/undated", None, "GQA", g=2, kv=10, downloads=1000),
+    row("o/g", (2025, 3, 1), "GQA", g=8, kv=4000, params=20_000_000_000, downloads=5),
+]
+
+
+# --- quantiles ----------------------------------------------------------------------------
+
+def test_median_of_two_values_is_their_mean():
+    assert weighted_quantiles([(1, 1), (2, 1)], [0.5]) == [1.5]
+
+
+def test_quartiles_of_four_values():
+    # cumulative 1,2,3,4: each target q*W=1,2,3 lands exactly on a boundary -> mean of neighbours
+    assert weighted_quantiles([(v, 1) for v in (4, 1, 3, 2)], [0.25, 0.5, 0.75]) == [1.5, 2.5, 3.5]
+
+
+def test_quartiles_of_three_values():
+    # W=3: targets .75, 1.5, 2.25 -> first cumulative weight reaching them: 1, 2, 3
+    assert weighted_quantiles([(1, 1), (2, 1), (3, 1)], [0.25, 0.5, 0.75]) == [1, 2, 3]
+
+
+def test_weights_act_as_copies():
+    # (1, 3), (2, 1) is [1, 1, 1, 2]: median 1; q=.75 targets 3 = C_1 exactly -> (1 + 2) / 2
+    assert weighted_quantiles([(1, 3), (2, 1)], [0.5, 0.75]) == [1, 1.5]
+
+
+def test_weighted_equals_repeated_values_numpy():
+    np = pytest.importorskip("numpy")
+    rng = random.Random(7)
+    for _ in range(200):
+        values = [rng.choice([1, 2, 4, 5.5, 8, 16, 32]) for _ in range(rng.randint(1, 8))]
+        weights = [rng.randint(1, 5) for _ in values]
+        qs = [0.1, 0.25, 0.5, 0.75, 0.9]
+        repeated = [v for v, w in zip(values, weights) for _ in range(w)]
+        expected = np.quantile(repeated, qs, method="averaged_inverted_cdf")
+        assert weighted_quantiles(list(zip(values, weights)), qs) == pytest.approx(list(expected))
+
+
+def test_zero_weights_are_ignored_and_all_zero_is_none():
+    assert weighted_quantiles([(1, 0), (5, 2)], [0.5]) == [5]
+    assert weighted_quantiles([(1, 0), (5, 0)], [0.25, 0.5]) == [None, None]
+    assert weighted_quantiles([], [0.5]) == [None]
+
+
+# --- buckets, classes, periods --------------------------------------------------------------
+
+@pytest.mark.parametrize("kind, hybrid, bucket", [
+    ("GQA", False, "GQA"), ("GQA", True, "hybrid"), ("MLA", True, "hybrid"), ("MHA", False, "MHA"),
+    ("MQA", False, "MQA"), ("MLA", False, "MLA"), ("none", False, "none"), ("none", True, "none"),
+])
+def test_kind_bucket(kind, hybrid, bucket):
+    assert kind_bucket(kind, hybrid) == bucket
+
+
+@pytest.mark.parametrize("params, cls", [
+    (None, "unknown"), (0, "unknown"), (2_999_999_999, "<3B"), (3_000_000_000, "3-15B"),
+    (14_999_999_999, "3-15B"), (15_000_000_000, "15-80B"), (80_000_000_000, ">80B"), (10**13, ">80B"),
+])
+def test_size_class_boundaries(params, cls):
+    assert size_class(params) == cls
+
+
+@pytest.mark.parametrize("day, period, start", [
+    (date(2025, 3, 5), "week", date(2025, 3, 3)),  # a Wednesday -> its Monday
+    (date(2025, 3, 3), "week", date(2025, 3, 3)),
+    (date(2025, 1, 1), "week", date(2024, 12, 30)),  # the ISO week crosses the year
+    (date(2025, 3, 5), "month", date(2025, 3, 1)),
+    (date(2025, 3, 5), "quarter", date(2025, 1, 1)),
+    (date(2024, 12, 31), "quarter", date(2024, 10, 1)),
+])
+def test_period_start(day, period, start):
+    assert period_start(day, period) == start
+    assert period_start(datetime(day.year, day.month, day.day, 23, 59, tzinfo=timezone.utc), period) == start
+
+
+def test_next_period_wraps_the_year():
+    assert next_period(date(2024, 12, 1), "month") == date(2025, 1, 1)
+    assert next_period(date(2024, 10, 1), "quarter") == date(2025, 1, 1)
+    assert next_period(date(2024, 12, 30), "week") == date(2025, 1, 6)
+
+
+def test_unknown_period_or_weighting_is_refused():
+    with pytest.raises(ValueError, match="period"):
+        compute_trend_points(ROWS, period="year")
+    with pytest.raises(ValueError, match="weighting"):
+        compute_trend_points(ROWS, weighting="likes")
+
+
+# --- whole points -------------------------------------------------------------------------
+
+def test_monthly_counts_with_an_empty_month_between():
+    points = compute_trend_points(ROWS, "month", "count")
+    assert [p.period_start for p in points] == [date(2025, 1, 1), date(2025, 2, 1), date(2025, 3, 1)]
+    assert [p.count for p in points] == [6, 0, 1]  # the undated model is in no period
+
+
+def test_january_by_count():
+    jan = compute_trend_points(ROWS, "month", "count")[0]
+    assert jan.weight_total == 6
+    # a, b GQA; c MHA; d hybrid (GQA layers but mixed); e MLA; f attention-free
+    assert jan.shares == pytest.approx({"MHA": 1 / 6, "MQA": 0, "GQA": 2 / 6, "MLA": 1 / 6, "hybrid": 1 / 6,
+                                        "none": 1 / 6})
+    assert sum(jan.shares.values()) == pytest.approx(1)
+    # G over c, a, b, d = [1, 4, 8, 32]: boundaries at 1, 2, 3 -> 2.5, 6, 20; one of four above 16
+    assert jan.g_count == 4
+    assert (jan.g_p25, jan.g_median, jan.g_p75) == (2.5, 6, 20)
+    assert jan.share_g_over_16 == 0.25
+    # KV over d, a, e, b, c = [500, 1000, 2000, 3000, 8000] (f's 0 left out): target 2.5 -> 2000
+    assert jan.kv_count == 5
+    assert jan.kv_median == 2000
+    by_size = {cls: (s.count, s.kv_median) for cls, s in jan.kv_by_size.items()}
+    assert by_size == {"<3B": (1, 8000), "3-15B": (1, 1000), "15-80B": (1, 3000), ">80B": (1, 2000),
+                       "unknown": (1, 500)}
+
+
+def test_january_by_downloads():
+    jan = compute_trend_points(ROWS, "month", "downloads")[0]
+    assert jan.count == 6
+    assert jan.weight_total == 200  # 10 + 30 + 0 + 60 + 100 + 0
+    assert jan.shares == pytest.approx({"MHA": 0, "MQA": 0, "GQA": 40 / 200, "MLA": 100 / 200,
+                                        "hybrid": 60 / 200, "none": 0})
+    # G pairs with weight: (4, 10), (8, 30), (32, 60); W = 100, cumulative 10, 40, 100
+    # q=.25 -> 25 -> 8; q=.5 -> 50 -> 32; q=.75 -> 32. The MHA model (0 downloads) weighs nothing.
+    assert (jan.g_p25, jan.g_median, jan.g_p75) == (8, 32, 32)
+    assert jan.share_g_over_16 == pytest.approx(0.6)
+    assert jan.g_count == 4  # counts stay counts
+    # KV: 500 (60), 1000 (10), 2000 (100), 3000 (30): W = 200, target 100 -> cumulative 170 -> 2000
+    assert jan.kv_median == 2000
+    assert jan.kv_by_size["<3B"].count == 1 and jan.kv_by_size["<3B"].kv_median is None  # weight 0
+
+
+def test_empty_period_has_no_statistics():
+    feb = compute_trend_points(ROWS, "month", "count")[1]
+    assert feb.count == 0 and feb.weight_total == 0 and feb.g_count == 0 and feb.kv_count == 0
+    assert set(feb.shares) == set(KIND_BUCKETS) and all(v is None for v in feb.shares.values())
+    assert feb.g_median is None and feb.share_g_over_16 is None and feb.kv_median is None
+    assert set(feb.kv_by_size) == set(SIZE_CLASSES)
+
+
+def test_period_whose_models_have_no_downloads_has_no_weighted_statistics():
+    rows = [row("o/x", (2025, 5, 1), "GQA", g=4, kv=100), row("o/y", (2025, 5, 2), "MHA", g=1, kv=400)]
+    (point,) = compute_trend_points(rows, "month", "downloads")
+    assert point.count == 2 and point.weight_total == 0
+    assert all(v is None for v in point.shares.values())
+    assert point.g_median is None and point.share_g_over_16 is None and point.kv_median is None
+
+
+def test_quarter_merges_january_and_march():
+    (q1,) = compute_trend_points(ROWS, "quarter", "count")
+    assert q1.period_start == date(2025, 1, 1) and q1.count == 7
+    # G = [1, 4, 8, 8, 32]: W = 5, target 2.5 -> cumulative 3 -> 8
+    assert q1.g_median == 8
+
+
+def test_weeks():
+    points = compute_trend_points(ROWS, "week", "count")
+    assert points[0].period_start == date(2024, 12, 30)  # 2 and 3 January 2025
+    assert points[0].count == 2
+    assert points[-1].period_start == date(2025, 2, 24) and points[-1].count == 1  # Sat 1 March
+    assert sum(p.count for p in points) == 7
+    assert all((b.period_start - a.period_start).days == 7 for a, b in zip(points, points[1:]))
+
+
+def test_order_of_rows_does_not_matter():
+    shuffled = ROWS[:]
+    random.Random(3).shuffle(shuffled)
+    assert compute_trend_points(shuffled, "month", "downloads") == compute_trend_points(ROWS, "month", "downloads")
+
+
+def test_no_rows_no_points():
+    assert compute_trend_points([], "month", "count") == []
+    assert compute_trend_points([row("o/u", None)], "month", "count") == []
