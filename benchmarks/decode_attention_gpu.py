@@ -7,7 +7,8 @@ It does, in order, and prints as it goes (each step is skipped when the time bud
 1. **Correctness** of the compiled kernel against the float64 reference: the interpreter test cases
    (fp16/fp32, ragged, paged, empty sequences) plus bf16 copies of them.
 2. **Launch tuning** on the floor shapes (H=32, K=8, d=128, bf16, 32k context, batch 1 and 8):
-   BLOCK_N × warps × stages, each timed interleaved with a large copy; the best is kept for step 3.
+   BLOCK_N × warps × stages, then how many programs per SM the split count aims for, each timed
+   interleaved with a large copy; the best is kept for step 3 (and worth making the default).
 3. **The comparison table** (``benchmarks/decode_attention.py`` rows, bf16) at 4k/32k/128k and batch
    1/8 for Llama-3-8B/70B, Qwen3 G=8/16, an MQA and an MHA model: our time, each peer's
    (SDPA enable_gqa, HF-layout SDPA, repeat_kv + SDPA, flash_attn / flashinfer when installed),
@@ -106,6 +107,39 @@ def tune(torch, device, budget_s: float) -> dict | None:
     return configs[best]
 
 
+def tune_splits(torch, device, launch: dict) -> int | None:
+    """Programs per SM the split heuristic aims for (kernels.triton_decode.PROGRAMS_PER_SM)."""
+    from kernels import gqa_decode
+    from kernels.triton_decode import LAUNCH, choose_splits
+    from observatory.bench.shapes import AttentionShape, make_inputs
+    from observatory.bench.timing import Contender, copy_contender, time_interleaved
+
+    LAUNCH.update(launch)
+    sms = torch.cuda.get_device_properties(device.torch_device).multi_processor_count
+    scores = {}
+    for batch in (1, 8):
+        shape = AttentionShape(batch, 32, 8, 128, 32768)
+        inputs = make_inputs(shape, "bf16", device.torch_device, copies=2)
+        kv_bytes = inputs[0][1].nbytes + inputs[0][2].nbytes
+        contenders = []
+        for per_sm in (1, 2, 4, 8):
+            splits = choose_splits(batch, 8, 32768, sms, per_sm)
+            contenders.append(Contender(f"{per_sm}/SM ({splits} splits)", lambda args, s=splits: gqa_decode(
+                *args, backend="triton", num_splits=s), inputs))
+        copy, moved = copy_contender(device.torch_device, 2**30)
+        timings = time_interleaved(contenders + [copy], device.torch_device, warmup=2, repeats=20)
+        ceiling = moved / timings.pop("copy").median_s
+        for name, t in timings.items():
+            frac = kv_bytes / t.median_s / ceiling
+            scores.setdefault(int(name.split("/")[0]), []).append(frac)
+            say(f"  b={batch} {name:24s} {t.median_s * 1e6:8.1f} us  {frac:6.1%} of copy")
+        del inputs
+        torch.cuda.empty_cache()
+    best = max(scores, key=lambda per_sm: sum(scores[per_sm]))
+    say(f"  best programs per SM: {best}")
+    return best
+
+
 def table(device, budget_s: float, repeats: int) -> list:
     from benchmarks.decode_attention import MODELS, header, text_row
     from observatory.bench.runner import measure
@@ -195,7 +229,12 @@ def main(argv=None) -> int:
             best = None
         if best:
             triton_decode.LAUNCH.update(best)
-    say(f"3. comparison table (bf16, median of {args.repeats}; launch {triton_decode.LAUNCH or 'defaults'})")
+            try:
+                triton_decode.PROGRAMS_PER_SM = tune_splits(torch, device, best) or triton_decode.PROGRAMS_PER_SM
+            except Exception:
+                traceback.print_exc()
+    say(f"3. comparison table (bf16, median of {args.repeats}; launch {triton_decode.LAUNCH or 'defaults'}, "
+        f"{triton_decode.PROGRAMS_PER_SM} programs per SM)")
     rows = table(device, budget_s=args.budget, repeats=args.repeats)
     say("4. floors")
     floors(rows)

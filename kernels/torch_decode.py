@@ -81,6 +81,9 @@ def _cached(k_cache, v_cache, block_table, start, stop, length):
 def _attend(q, keys, values, scale, chunk):
     """q ``(n, K, G, d)`` against ``(n, L, K, d)`` caches → out ``(n, K, G, d)``, lse ``(n, K, G)``."""
     n, length = keys.shape[:2]
+    threads = torch.get_num_threads()
+    if n * q.shape[1] < 2 * threads:  # too few (sequence, KV head) pairs to keep every thread busy (MQA)
+        chunk = min(chunk, max(MIN_CHUNK_TOKENS, length // (2 * threads)))
     if length < 2 * chunk:
         return _block_attention(q, keys.transpose(1, 2), values.transpose(1, 2), scale)
     out = torch.empty_like(q)
@@ -120,6 +123,11 @@ def _block_attention(q, keys, values, scale):
     if _cpu_flash is not None and q.device.type == "cpu":
         out, lse = _cpu_flash(q, keys, values, scale=scale)
         return out, lse.float()
+    return matmul_attention(q, keys, values, scale)
+
+
+def matmul_attention(q, keys, values, scale):
+    """``_block_attention`` in plain float32 matmuls, for devices without the fused CPU kernel."""
     scores = torch.matmul(q.float(), keys.float().transpose(-1, -2)) * scale
     lse = torch.logsumexp(scores, dim=-1)
     out = torch.matmul(torch.exp(scores - lse.unsqueeze(-1)), values.float())

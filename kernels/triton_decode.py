@@ -50,6 +50,7 @@ from triton.runtime.interpreter import InterpretedFunction
 LOG2E = 1.4426950408889634
 MAX_BLOCK_G = 64  # larger groups (G > 64) are served by several programs per KV head
 MIN_SPLIT_TOKENS = 256  # a split shorter than this costs more in stage 2 than it gains in parallelism
+PROGRAMS_PER_SM = 2  # split until batch × KV heads × splits reaches this many programs per SM
 # Launch settings used when a call does not pass its own: {"block_n", "num_warps", "num_stages"}.
 # Empty means BLOCK_N 64 (32 for head dims over 128), 4 warps, 2 stages; a tuning run
 # (benchmarks/decode_attention_gpu.py) may set the best it measured for the rest of its process.
@@ -171,13 +172,15 @@ def interpreting() -> bool:
     return isinstance(_split_kv_stage1, InterpretedFunction)
 
 
-def choose_splits(batch: int, programs_per_sequence: int, capacity: int, sm_count: int) -> int:
-    """Splits per sequence so ``batch × programs × splits`` ≳ 2 × SM count, none shorter than MIN_SPLIT_TOKENS.
+def choose_splits(batch: int, programs_per_sequence: int, capacity: int, sm_count: int,
+                  per_sm: int | None = None) -> int:
+    """Splits per sequence so ``batch × programs × splits`` ≳ PROGRAMS_PER_SM × SM count, none
+    shorter than MIN_SPLIT_TOKENS.
 
     Sized from the cache capacity rather than the actual lengths, so no device sync is needed
     (FlashAttention's heuristic does the same); splits past a sequence's end exit at once.
     """
-    wanted = math.ceil(2 * sm_count / (batch * programs_per_sequence))
+    wanted = math.ceil((per_sm or PROGRAMS_PER_SM) * sm_count / (batch * programs_per_sequence))
     return max(1, min(wanted, math.ceil(capacity / MIN_SPLIT_TOKENS)))
 
 

@@ -209,25 +209,66 @@ def _day_start(day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=timezone.utc)
 
 
-def _filtered(params: ModelListParams) -> sa.Select:
+# Index choice (SQLite, whose planner has no statistics unless someone runs ANALYZE): a filter
+# on an indexed geometry column (kind, family, G) would otherwise drive the query through its
+# own index and then sort every match, which for a common value ("GQA", "llama") means sorting
+# hundreds of thousands of rows. When each such filter matches at least this many rows, they
+# are applied while walking the sort column's index instead, which finds a page after about
+# size / selectivity rows; a rare value keeps its index and its few matches are sorted.
+_SELECTIVE_ROWS = 10_000
+
+
+def _no_index(column: sa.ColumnElement) -> sa.ColumnElement:
+    """The same value, but not one SQLite can look up through an index on the column."""
+    if isinstance(getattr(column.type, "impl", column.type), sa.String):  # sqlmodel's AutoString decorates String
+        return column.op("||", return_type=column.type)(sa.literal("", sa.String))
+    return column + 0
+
+
+def _indexed_geometry_filters(params: ModelListParams) -> dict[str, list]:
+    """Filters on indexed geometry columns, by column name, as (column -> condition) builders."""
+    filters: dict[str, list] = {}
+    if params.kind:
+        filters["attention_kind"] = [lambda c: c.in_(params.kind)]
+    if params.g_min is not None:
+        filters.setdefault("group_size", []).append(lambda c: c >= params.g_min)
+    if params.g_max is not None:
+        filters.setdefault("group_size", []).append(lambda c: c <= params.g_max)
+    if params.model_type is not None:
+        filters["model_type"] = [lambda c: c == params.model_type]
+    return filters
+
+
+def _geometry_filters_are_selective(session: Session, params: ModelListParams, sort_column: str) -> bool:
+    """Whether some indexed geometry filter (other than on the sort column) matches few rows;
+    each probe reads at most _SELECTIVE_ROWS entries of one index and no table rows."""
+    for name, builders in _indexed_geometry_filters(params).items():
+        if name == sort_column:
+            continue
+        column = _G[name]
+        probe = (sa.select(sa.literal(1)).select_from(GeometryRow.__table__)
+                 .where(*(build(column) for build in builders)).limit(_SELECTIVE_ROWS))
+        if session.execute(sa.select(sa.func.count()).select_from(probe.subquery())).scalar_one() < _SELECTIVE_ROWS:
+            return True
+    return False
+
+
+def _filtered(params: ModelListParams, *, unindexed: frozenset[str] = frozenset()) -> sa.Select:
+    """The filtered query; geometry columns named in ``unindexed`` are filtered through
+    ``_no_index`` so the sort column's index drives the query."""
     query = (
         sa.select(*_SUMMARY_COLUMNS)
         .select_from(HubModel.__table__)
         .outerjoin(GeometryRow.__table__, _G.revision_id == _M.current_revision_id)
     )
     conditions = []
-    if params.kind:
-        conditions.append(_G.attention_kind.in_(params.kind))
+    for name, builders in _indexed_geometry_filters(params).items():
+        column = _no_index(_G[name]) if name in unindexed else _G[name]
+        conditions.extend(build(column) for build in builders)
     if params.hybrid is not None:
         conditions.append(_G.is_hybrid == params.hybrid)
-    if params.g_min is not None:
-        conditions.append(_G.group_size >= params.g_min)
-    if params.g_max is not None:
-        conditions.append(_G.group_size <= params.g_max)
     if params.author is not None:
         conditions.append(_M.author == params.author)
-    if params.model_type is not None:
-        conditions.append(_G.model_type == params.model_type)
     if params.created_from is not None:
         conditions.append(_M.created_at >= _day_start(params.created_from))
     if params.created_to is not None:
@@ -244,7 +285,11 @@ def list_models(session: Session, params: ModelListParams) -> Page:
     column, tie = _SORT_COLUMNS[params.sort]
     desc = params.order == "desc"
     cursor = decode_token(params.next, params.sort, params.order) if params.next else None
-    base = _filtered(params)
+    sort_column = column.name
+    unindexed = frozenset()
+    if not _geometry_filters_are_selective(session, params, sort_column):
+        unindexed = frozenset(_indexed_geometry_filters(params)) - {sort_column}
+    base = _filtered(params, unindexed=unindexed)
     limit = params.size + 1  # one extra row says whether a next page exists
     rows: list[sa.Row] = []
 

@@ -17,6 +17,7 @@ belong in ``observatory.pipeline.after_crawl`` instead.
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 import importlib.util
 import logging
@@ -34,6 +35,13 @@ from observatory.settings import Settings
 log = logging.getLogger(__name__)
 
 LEASE_NAME = "scheduler"
+_stopping: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("scheduler_stopping", default=None)
+
+
+def stop_requested() -> bool:
+    """For long jobs to poll: True once the scheduler running this job is shutting down."""
+    event = _stopping.get()
+    return event is not None and event.is_set()
 
 
 @dataclass(frozen=True)
@@ -128,8 +136,8 @@ class SchedulerHandle:
                 replace_existing=True,
             )
         with self._lock:
+            self._scheduler = scheduler  # before start(): a job due at once checks is_leader
             scheduler.start()
-            self._scheduler = scheduler
         log.info("scheduler started (leader %s): %s", self.holder, ", ".join(self.job_ids))
 
     def _stop_scheduler(self, wait: bool, release: bool = True) -> None:
@@ -143,10 +151,13 @@ class SchedulerHandle:
     def _run(self, spec: JobSpec) -> None:
         if not self.is_leader:  # leadership lapsed between the trigger and now
             return
+        token = _stopping.set(self._stop)
         try:
             _resolve(spec.target)(self.engine, self.settings)
         except Exception:  # a failing job must not take the schedule down; it runs again next time
             log.exception("scheduled job %s failed", spec.id)
+        finally:
+            _stopping.reset(token)
 
 
 def _resolve(target: str | Callable) -> Callable:

@@ -147,14 +147,15 @@ def disable_endpoint(session: Session, settings: Settings, endpoint: WebhookEndp
     return notice
 
 
-def record(engine: Engine, settings: Settings, claim: Claim, outcome: AttemptOutcome, terminal: bool,
-           report: DeliveryReport) -> None:
+def record(engine: Engine, settings: Settings, claim: Claim, outcome: AttemptOutcome,
+           terminal: bool) -> tuple[str, str | None]:
+    """Store one attempt's outcome; returns (succeeded | retrying | failed | logged, disabled URL)."""
     now = utcnow()
     with session_scope(engine) as session:
         delivery = session.get(AlertDelivery, claim.delivery_id)
         attempt = session.get(DeliveryAttempt, claim.attempt_id)
         if delivery is None or attempt is None:  # the subscription was deleted meanwhile
-            return
+            return "logged", None
         attempt.outcome = outcome.outcome
         attempt.status_code = outcome.status_code
         attempt.error = outcome.error
@@ -165,44 +166,40 @@ def record(engine: Engine, settings: Settings, claim: Claim, outcome: AttemptOut
             int((now - attempt.started_at).total_seconds() * 1000)
         delivery.last_status_code = outcome.status_code
         delivery.last_error = outcome.error
-        with report.lock:
-            report.attempted += 1
-            report.outcomes[outcome.outcome] = report.outcomes.get(outcome.outcome, 0) + 1
         endpoint = None
         if delivery.channel == "webhook":
             endpoint = session.exec(
                 select(WebhookEndpoint).where(WebhookEndpoint.subscription_id == delivery.subscription_id)).first()
         if delivery.status != "pending":  # failed meanwhile (endpoint disabled by another attempt)
-            return
+            return "logged", None
         if outcome.ok:
             delivery.status, delivery.delivered_at = "succeeded", now
             if endpoint is not None:
                 endpoint.consecutive_failures, endpoint.last_success_at = 0, now
-            report.succeeded += 1
-            return
+            return "succeeded", None
         if endpoint is not None and not terminal:
             endpoint.consecutive_failures += 1
             endpoint.last_failure_at = now
         if outcome.outcome == "gone" and endpoint is not None:
             delivery.status = "failed"
-            report.failed += 1
-            if disable_endpoint(session, settings, endpoint, "the receiver answered 410 Gone", now):
-                report.disabled_endpoints.append(endpoint.url)
-            return
+            disabled = disable_endpoint(session, settings, endpoint, "the receiver answered 410 Gone", now)
+            return "failed", endpoint.url if disabled else None
+        if claim.manual and claim.previous_status != "pending":
+            delivery.status = claim.previous_status  # a failed manual retry changes nothing but the log
+            return "logged", None
         delay = None if terminal else retry_delay(claim.number, settings, outcome.retry_after_s, _rng)
-        if delay is None or (claim.manual and claim.previous_status != "pending"):
-            delivery.status = "failed"
-            report.failed += 1
-            never_worked = endpoint is not None and (endpoint.last_success_at is None
-                                                     or endpoint.last_success_at < delivery.created_at)
-            if not terminal and not claim.manual and never_worked:
-                reason = (f"{claim.number} attempts over the whole retry schedule failed "
-                          f"(last: {outcome.error or outcome.outcome})")
-                if disable_endpoint(session, settings, endpoint, reason, now):
-                    report.disabled_endpoints.append(endpoint.url)
-            return
-        delivery.next_attempt_at = retry_at(now, delay)
-        report.retrying += 1
+        if delay is not None:
+            delivery.next_attempt_at = retry_at(now, delay)
+            return "retrying", None
+        delivery.status = "failed"
+        never_worked = endpoint is not None and (endpoint.last_success_at is None
+                                                 or endpoint.last_success_at < delivery.created_at)
+        if terminal or not never_worked:
+            return "failed", None
+        reason = (f"{claim.number} attempts over the whole retry schedule failed "
+                  f"(last: {outcome.error or outcome.outcome})")
+        disabled = disable_endpoint(session, settings, endpoint, reason, now)
+        return "failed", endpoint.url if disabled else None
 
 
 def send_pending_notices(engine: Engine, settings: Settings) -> int:
@@ -236,7 +233,14 @@ def _run(engine: Engine, settings: Settings, claims: list[Claim], report: Delive
     def drain(queue: list[Claim]) -> None:
         for claim in queue:
             outcome, terminal = _send(engine, settings, claim)
-            record(engine, settings, claim, outcome, terminal, report)
+            result, disabled = record(engine, settings, claim, outcome, terminal)
+            with report.lock:
+                report.attempted += 1
+                report.outcomes[outcome.outcome] = report.outcomes.get(outcome.outcome, 0) + 1
+                if result != "logged":
+                    setattr(report, result, getattr(report, result) + 1)
+                if disabled:
+                    report.disabled_endpoints.append(disabled)
 
     if len(queues) <= 1:
         for queue in queues.values():

@@ -114,6 +114,12 @@ class _Inputs:
         return R.population_filter(population, self._dialect)
 
 
+def rows_for(spec: R.RuleSpec, inputs: _Inputs) -> list:
+    if spec.kind == "new_dialect":
+        return inputs.dialect_rows(spec.population)
+    return inputs.trend_rows(spec.population)
+
+
 def judge(spec: R.RuleSpec, inputs: _Inputs) -> R.RuleResult:
     if spec.kind in TREND_KINDS:
         return R.evaluate_trend_rule(spec, inputs.trend_rows(spec.population))
@@ -247,7 +253,10 @@ def evaluate(engine: Engine, settings: Settings, *, now: datetime | None = None,
         for rule in rules:
             report.rules += 1
             _evaluate_rule(session, settings, rule, inputs, now, crawl_run_id, report)
-            rule.last_evaluated_at = now
+            # A rule counts as evaluated once it has seen data: one-shot rules absorb the first
+            # data they see as history, even if an evaluation on an empty store came before.
+            if rows_for(spec_of(rule), inputs):
+                rule.last_evaluated_at = now
         report.deliveries += _catch_up(session, settings, now)
     return report
 

@@ -31,7 +31,7 @@ from observatory.alerts.tables import (
     AlertSubscriptionRule,
     SubscriptionNotice,
 )
-from observatory.web.deps import SessionDep, SettingsDep
+from observatory.web.deps import ReadSessionDep, SettingsDep
 from observatory.web.errors import ApiError
 
 FEED_ENTRIES = 50
@@ -146,14 +146,14 @@ def request_base(request: Request, settings) -> str:
 
 
 @router.get("/alerts/feed.atom")
-def public_feed(request: Request, session: SessionDep, settings: SettingsDep) -> Response:
+def public_feed(request: Request, session: ReadSessionDep, settings: SettingsDep) -> Response:
     entries = [event_entry(e) for e in public_events(session)]
     return _feed(request, "gqa-observatory:alerts", "GQA Observatory alerts", "/alerts", entries,
                  request_base(request, settings))
 
 
 @router.get("/alerts/feeds/{token}.atom")
-def subscription_feed(token: str, request: Request, session: SessionDep, settings: SettingsDep) -> Response:
+def subscription_feed(token: str, request: Request, session: ReadSessionDep, settings: SettingsDep) -> Response:
     sub = session.exec(select(AlertSubscription).where(AlertSubscription.feed_token == token)).first() \
         if 20 <= len(token) <= 64 else None
     if sub is None:

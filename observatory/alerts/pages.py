@@ -23,7 +23,8 @@ from observatory.alerts.delivery import RedeliveryRefused, redeliver
 from observatory.alerts.feeds import public_events, request_base
 from observatory.alerts.feeds import router as feeds_router
 from observatory.alerts.tables import Alert, AlertRule
-from observatory.web.pages import error_page, json_response, render
+from observatory.db import read_only
+from observatory.web.rendering import error_page, json_response, render
 
 router = APIRouter(include_in_schema=False)
 router.include_router(feeds_router)
@@ -55,12 +56,17 @@ def _engine(request: Request):
     return request.app.state.engine
 
 
+def _reader(request: Request) -> Session:
+    # Pages only read here: a deferred transaction never waits for (or blocks) a crawl's writes.
+    return Session(read_only(_engine(request)))
+
+
 def _settings(request: Request):
     return request.app.state.settings
 
 
 def list_data(request: Request) -> dict:
-    with Session(_engine(request)) as session:
+    with _reader(request) as session:
         built_in = select(AlertRule.id).where(AlertRule.built_in.is_(True))
         firing = session.exec(select(Alert).where(Alert.status == "firing", Alert.rule_id.in_(built_in))
                               .order_by(Alert.started_at.desc())).all()
@@ -171,7 +177,7 @@ async def subscribe(request: Request) -> Response:
 
 
 def _manage(request: Request, token: str, message: str | None = None, status: int = 200) -> HTMLResponse:
-    with Session(_engine(request)) as session:
+    with _reader(request) as session:
         subs = S.list_owned(session, token) if token else []
         base = request_base(request, _settings(request))
         data = []
@@ -215,7 +221,8 @@ def _act(request: Request, form: dict) -> HTMLResponse:
             with Session(engine) as session:
                 delivery_pk = S.delivery_owned(session, S.owned(session, token, sub_id), form.get("delivery", "")).id
             attempt = redeliver(engine, _settings(request), delivery_pk)
-            message = f"Redelivered: {attempt.outcome}" + (f" (HTTP {attempt.status_code})" if attempt.status_code else "")
+            code = f" (HTTP {attempt.status_code})" if attempt.status_code else ""
+            message = f"Redelivered: {attempt.outcome}{code}"
         else:
             message = None
     except S.NotFound as exc:

@@ -42,8 +42,8 @@ when it first reaches 20 % and resolves only when it drops below 18 %. Because t
 depends only on the data and the stored state, evaluating the same data twice changes nothing.
 
 One-shot rules (``release_changed``, ``new_dialect``) report events, not states: each finding
-is notified once and never "resolves". On a rule's first evaluation they absorb what already
-exists (history is not news); only what appears later is notified.
+is notified once and never "resolves". The first evaluation of such a rule that sees any data
+absorbs what already exists (history is not news); only what appears later is notified.
 """
 
 from __future__ import annotations
@@ -400,14 +400,13 @@ def _point_summary(point: TrendPoint, label: str) -> dict:
 
 def _median_shift(spec: RuleSpec, points: list[TrendPoint], groups: dict) -> RuleResult:
     p = spec.params
-    qualifies = lambda pt: pt.count >= p["min_models"] and pt.g_median is not None  # noqa: E731
     i = _latest_qualifying(points, p["min_models"], lambda pt: pt.g_median is not None)
     if i is None or i == 0:
         return RuleResult([], judged=False)
+    # The reference: the period right before (a gap is never bridged), or the qualifying ones
+    # among the baseline_periods before.
     wanted = 1 if p["compare"] == "previous" else p["baseline_periods"]
-    window = [pt for pt in points[max(0, i - wanted):i] if qualifies(pt)]
-    if p["compare"] == "previous" and not window:
-        return RuleResult([], judged=False)  # consecutive periods only: no gap-bridging
+    window = [pt for pt in points[max(0, i - wanted):i] if pt.count >= p["min_models"] and pt.g_median is not None]
     if not window:
         return RuleResult([], judged=False)
     current = points[i]
@@ -502,7 +501,7 @@ def evaluate_release_rule(spec: RuleSpec, rows: Sequence[TrendRow]) -> RuleResul
                 continue
             who = "Organisation" if group_by == "author" else "Family"
             first = changed[0]
-            was = ", ".join(_describe(r) for r in sorted(before_rows, key=lambda r: r.model_id)[:5])
+            was = "; ".join(sorted({_describe(r) for r in before_rows})[:5])
             summary = (f"{who} {key} released {first.model_id} ({_describe(first)})"
                        f"{f' and {len(changed) - 1} more' if len(changed) > 1 else ''}; "
                        f"its previous release ({before_day.isoformat()}) had {was}")

@@ -41,7 +41,8 @@ class AlertRule(SQLModel, table=True):
     title: str = Field(max_length=300)
     built_in: bool = False
     created_at: datetime = Field(default_factory=utcnow)
-    # Event rules absorb what already exists on their first evaluation (see rules.py).
+    # Set once the rule has been evaluated on data: one-shot rules absorb what they see first
+    # as history (see rules.py).
     last_evaluated_at: datetime | None = None
 
 

@@ -21,6 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sqlalchemy.engine import Engine
@@ -32,7 +33,7 @@ from observatory.crawler.scope import Scope
 from observatory.db import session_scope
 from observatory.hub import session as hub_session
 from observatory.hub.files import Fetched, RateLimited, fetch_config
-from observatory.hub.listing import Listed, list_newest
+from observatory.hub.listing import Listed, SortKey, list_newest
 from observatory.repo_ids import is_valid_repo_id
 from observatory.settings import Settings
 from observatory.tables import CrawlRun, utcnow
@@ -53,12 +54,21 @@ class LeaseLost(RuntimeError):
     """Our crawl lease lapsed and someone else took it: stop at once, writing nothing more."""
 
 
+class Stopped(RuntimeError):
+    """Asked to stop (the scheduler is shutting down): what was fetched is stored, marks stay."""
+
+
 Progress = Callable[[dict], None]
 
 
 def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, since: datetime | None = None,
-          max_models: int | None = None, retry: bool = True, progress: Progress | None = None) -> CrawlRun:
-    """Run one crawl and return its stored ``CrawlRun``. Raises ``CrawlBusy`` if one is running."""
+          max_models: int | None = None, retry: bool = True, progress: Progress | None = None,
+          should_stop: Callable[[], bool] | None = None) -> CrawlRun:
+    """Run one crawl and return its stored ``CrawlRun``. Raises ``CrawlBusy`` if one is running.
+
+    ``should_stop`` is polled between listing chunks; when it says so the run ends early as
+    "interrupted", like a rate limit: fetched configs stored, marks where they were.
+    """
     scope = scope or Scope()
     hub_session.configure(settings)
     holder = lease.new_holder()
@@ -71,7 +81,7 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
             store.load_scope(session, scope)
             run = CrawlRun(scope=scope.name, started_at=now, status="running")
             session.add(run)
-        job = _Crawl(engine, settings, scope, run.id, holder, progress)
+        job = _Crawl(engine, settings, scope, run.id, holder, progress, should_stop)
         status, error = "ok", None
         started = time.monotonic()
         with hub_session.counting() as counter:
@@ -80,7 +90,7 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
                     job.retry_pass()
                 job.created_pass(since=since, max_models=max_models)
                 job.modified_pass()
-            except (RateLimited, LeaseLost) as exc:
+            except (RateLimited, LeaseLost, Stopped) as exc:
                 status, error = "interrupted", _one_line(exc)
             except KeyboardInterrupt:
                 status, error = "interrupted", "interrupted by the user"
@@ -128,9 +138,10 @@ def _finish(engine: Engine, run_id: int, job: _Crawl, status: str, error: str | 
 
 class _Crawl:
     def __init__(self, engine: Engine, settings: Settings, scope: Scope, run_id: int, holder: str,
-                 progress: Progress | None) -> None:
+                 progress: Progress | None, should_stop: Callable[[], bool] | None) -> None:
         self.engine, self.settings, self.scope, self.run_id = engine, settings, scope, run_id
         self.holder, self.progress = holder, progress
+        self.should_stop = should_stop or (lambda: False)
         self.policy = RetryPolicy(settings.crawl_retry_base_s, settings.crawl_retry_max_s,
                                   settings.crawl_max_attempts)
         self.pool = ThreadPoolExecutor(max(1, settings.crawl_concurrency), thread_name_prefix="crawl-fetch")
@@ -138,6 +149,8 @@ class _Crawl:
         self.pending: dict[Future, store.Work] = {}
         self.ready: list[store.Work] = []
         self.last_flush = self.last_renew = time.monotonic()
+        self.last_report = float("-inf")
+        self.lease_lost = False
         self.stopping: BaseException | None = None
         self.seen = 0
         self.retried = 0
@@ -172,39 +185,19 @@ class _Crawl:
             if state.modified_mark is None:
                 # Changes from now on are the change pass's job; set before anything is fetched.
                 state.modified_mark = utcnow()
-        listing = list_newest(settings, "created_at", author=self.scope.author, hub_filter=list(self.scope.hub_filter))
-        budget = max_models
-        top, last, complete, out_of_budget = None, None, False, False
-        for item, knowledge in self._examine(listing, lambda i: marks.below(i.created_at, stop)):
-            if marks.below(item.created_at, stop):
-                complete = True
-                break
-            if budget is not None and self.submitted >= budget:
-                out_of_budget = True
-                break
-            top = marks.advance(top, item.created_at)
-            last = item.created_at or last
-            self._consider(item, knowledge)
-            if self.stopping:
-                break
-        else:
-            complete = not self.stopping
-        self._drain_all()
-        info = {"stop": _iso(stop), "top": _iso(top), "complete": complete, "first_run": first_run}
-        self.passes["created"] = info
-        if self.stopping:
-            raise self.stopping
-        if complete or (first_run and out_of_budget):
+        walk = self._walk("created", "created_at", lambda i: i.created_at, stop, budget=max_models)
+        walk.info["first_run"] = first_run
+        if walk.complete or (first_run and walk.out_of_budget):
             with session_scope(self.engine) as session:
                 state = store.load_scope(session, self.scope)
-                state.created_mark = marks.advance(state.created_mark, top)
+                state.created_mark = marks.advance(state.created_mark, walk.top)
                 if first_run:  # a first run cut short by --max-models covers down to its last entry
-                    state.floor = stop if complete else last
+                    state.floor = stop if walk.complete else walk.last
                 else:
                     state.floor = marks.extend_floor(state.floor, stop)
                 state.last_run_id = self.run_id
                 state.updated_at = utcnow()
-                info["mark"] = _iso(state.created_mark)
+                walk.info["mark"] = _iso(state.created_mark)
 
     def modified_pass(self) -> None:
         overlap = timedelta(seconds=self.settings.crawl_overlap_s)
@@ -213,29 +206,39 @@ class _Crawl:
             stop = marks.modified_stop(state.modified_mark, overlap)
         if stop is None:  # set by the created pass; without it this pass would read the whole Hub
             return
-        listing = list_newest(self.settings, "last_modified", author=self.scope.author,
-                              hub_filter=list(self.scope.hub_filter))
-        top, complete = None, False
-        past = lambda i: marks.below(i.last_modified, stop)  # noqa: E731
-        for item, knowledge in self._examine(listing, past, tracked_only=True):
+        walk = self._walk("modified", "last_modified", lambda i: i.last_modified, stop, tracked_only=True)
+        if walk.complete:
+            with session_scope(self.engine) as session:
+                state = store.load_scope(session, self.scope)
+                state.modified_mark = marks.advance(state.modified_mark, walk.top)
+                state.updated_at = utcnow()
+
+    def _walk(self, name: str, sort: SortKey, date_of: Callable[[Listed], datetime | None], stop: datetime, *,
+              budget: int | None = None, tracked_only: bool = False) -> _Walk:
+        """List newest-first by ``sort`` down to ``stop``, fetching what needs it; all stored on return."""
+        listing = list_newest(self.settings, sort, author=self.scope.author, hub_filter=list(self.scope.hub_filter))
+        walk = _Walk()
+        past = lambda item: marks.below(date_of(item), stop)  # noqa: E731
+        for item, knowledge in self._examine(listing, past, tracked_only):
             if past(item):
-                complete = True
+                walk.complete = True
                 break
-            top = marks.advance(top, item.last_modified)
+            if budget is not None and self.submitted >= budget:
+                walk.out_of_budget = True
+                break
+            walk.top = marks.advance(walk.top, date_of(item))
+            walk.last = date_of(item) or walk.last
             self._consider(item, knowledge)
             if self.stopping:
                 break
         else:
-            complete = not self.stopping
+            walk.complete = not self.stopping
         self._drain_all()
-        self.passes["modified"] = {"stop": _iso(stop), "top": _iso(top), "complete": complete}
+        walk.info.update(stop=_iso(stop), top=_iso(walk.top), complete=walk.complete)
+        self.passes[name] = walk.info
         if self.stopping:
             raise self.stopping
-        if complete:
-            with session_scope(self.engine) as session:
-                state = store.load_scope(session, self.scope)
-                state.modified_mark = marks.advance(state.modified_mark, top)
-                state.updated_at = utcnow()
+        return walk
 
     # -- per entry ----------------------------------------------------------------------------
 
@@ -256,6 +259,9 @@ class _Crawl:
                     continue
                 yield item, knowledge
             self._collect(block=False)
+            self._report()
+            if self.should_stop():
+                self.stopping = self.stopping or Stopped("stopped on request (shutting down)")
 
     def _consider(self, item: Listed, knowledge: store.Known) -> None:
         self.seen += 1
@@ -324,7 +330,11 @@ class _Crawl:
                 labels = store.write(session, batch, run_id=self.run_id, policy=self.policy, now=utcnow())
             self.labels.update(labels)
         self.last_flush = time.monotonic()
-        if self.progress:
+        self._report()
+
+    def _report(self) -> None:
+        if self.progress and time.monotonic() - self.last_report >= 0.2:
+            self.last_report = time.monotonic()
             self.progress({"seen": self.seen, "new": self.labels["new"], "changed": self.labels["changed"],
                            "skipped": sum(self.skipped.values()),
                            "failed": sum(v for k, v in self.labels.items() if k not in ("new", "changed"))})
@@ -333,11 +343,38 @@ class _Crawl:
         if time.monotonic() - self.last_renew < self.settings.crawl_lease_ttl_s / 4:
             return
         if not lease.renew(self.engine, LEASE_NAME, self.holder, self.settings.crawl_lease_ttl_s):
+            self.lease_lost = True
             raise LeaseLost("the crawl lease lapsed and was taken by another process")
         self.last_renew = time.monotonic()
 
     def close(self) -> None:
+        """Stop the workers; store what was already fetched unless the lease is gone (Ctrl-C, errors)."""
         self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.lease_lost:
+            return
+        for future, work in list(self.pending.items()):
+            if future.done() and not future.cancelled() and future.exception() is None:
+                work.fetched = future.result()
+                self.ready.append(work)
+        self.pending.clear()
+        try:
+            self._flush()
+        except Exception:  # the run is ending anyway; what is not stored is fetched next time
+            log.exception("could not store the last fetched configs")
+        self._report_now()
+
+    def _report_now(self) -> None:
+        self.last_report = float("-inf")
+        self._report()
+
+
+@dataclass
+class _Walk:
+    top: datetime | None = None  # newest date seen: the next mark
+    last: datetime | None = None  # oldest date seen
+    complete: bool = False  # reached the stop (or the end of the listing)
+    out_of_budget: bool = False
+    info: dict = field(default_factory=dict)  # for the run's stats
 
 
 def _one_line(exc: BaseException) -> str:
@@ -361,8 +398,10 @@ def _take_until(items: Iterator[Listed], size: int, stop: Callable[[Listed], boo
 
 def scheduled_crawl(engine: Engine, settings: Settings) -> CrawlRun | None:
     """The scheduler's crawl job: the default scope, bounded by ``crawl_max_models``."""
+    from observatory.scheduler import stop_requested
+
     try:
-        return crawl(engine, settings, max_models=settings.crawl_max_models)
+        return crawl(engine, settings, max_models=settings.crawl_max_models, should_stop=stop_requested)
     except CrawlBusy:
         log.info("scheduled crawl skipped: another crawl is running")
         return None

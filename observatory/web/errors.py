@@ -12,6 +12,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from observatory.web.rendering import error_page, wants_html
+
 
 class ErrorBody(BaseModel):
     ok: bool = False
@@ -59,8 +61,6 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
-        from observatory.web.rendering import error_page, wants_html  # (imports pages would cycle)
-
         if wants_html(request):  # a browser on a page URL gets the error page, same status
             return error_page(request, exc.status_code, [detail], headers=getattr(exc, "headers", None))
         return error_response(exc.status_code, [detail], headers=getattr(exc, "headers", None))

@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from sqlmodel import Session
 
 from observatory import kvcache, roofline
@@ -33,13 +33,13 @@ from observatory.geometry import PARSER_VERSION, Geometry, parse_geometry
 from observatory.hardware import load_catalog
 from observatory.queries import (
     ATTENTION_KINDS,
-    MAX_PAGE_SIZE,
     SUMMARY_FIELDS,
     InvalidPageToken,
     ModelListParams,
     current_geometry,
     get_model_detail,
     hardware_info,
+    iter_models,
     list_models,
     roofline_point,
     store_counts,
@@ -88,6 +88,8 @@ def page(path: str, formats: tuple[str, ...] = ("json",)):
         base = "/index" if path == "/" else path
         for fmt in formats:
             router.add_api_route(f"{base}.{fmt}", make(fmt), methods=["GET"])
+            if path == "/":  # Datasette spells the home page's twin "/.json"
+                router.add_api_route(f"/.{fmt}", make(fmt), methods=["GET"])
         return handler
 
     return decorate
@@ -174,7 +176,8 @@ def trends_page(request: Request, fmt: str | None) -> Response:
     return render(request, "trends.html", data, title="Trends", nav="/trends", formats=("json", "csv"),
                   specs=charts, charts=True, size_classes=SIZE_CLASSES,
                   plotted_note=plotted_note(data["plotted_models"]["shown"], data["plotted_models"]["total"]),
-                  choices={"period": PERIODS, "weighting": WEIGHTINGS, "thresholds": STANDARD_THRESHOLDS})
+                  choices={"period": PERIODS, "weighting": WEIGHTINGS, "thresholds": STANDARD_THRESHOLDS},
+                  count_url=page_url(request, None, weighting="count"))
 
 
 # The overview quotes the newest quarter holding at least this many models (a quarter with
@@ -290,32 +293,20 @@ def models_page_data(request: Request, session: Session, params: ModelListParams
     }
 
 
-def _stream_all(session: Session, params: ModelListParams) -> Iterable[dict]:
-    """Every row of the query, following the keyset pages (CSV ``?_stream=on``)."""
-    params = params.model_copy(update={"size": MAX_PAGE_SIZE, "next": None})
-    while True:
-        page_ = list_models(session, params)
-        for row in page_.rows:
-            yield row.model_dump()
-        if not page_.next:
-            return
-        params = params.model_copy(update={"next": page_.next})
-
-
 @page("/models", formats=("json", "csv"))
 def models_page(request: Request, fmt: str | None) -> Response:
     params = list_params(request)
-    stream = fmt == "csv" and request.query_params.get("_stream") in ("on", "1", "true")
-    if stream:
-        session = _session(request)
+    if fmt == "csv" and request.query_params.get("_stream") in ("on", "1", "true"):
+        # Every matching row (from the first page on), up to the API's CSV row limit.
+        everything = params.model_copy(update={"next": None})
+        limit = request.app.state.settings.api_csv_max_rows
 
         def rows() -> Iterable[dict]:
-            try:
-                yield from _stream_all(session, params)
-            finally:
-                session.close()
+            with _session(request) as session:  # the stream outlives the handler
+                for row in iter_models(session, everything, limit):
+                    yield row.model_dump()
 
-        return csv_response(list(SUMMARY_FIELDS), rows(), "models.csv")
+        return csv_response(list(SUMMARY_FIELDS), rows(), "models.csv", headers={"X-Row-Limit": str(limit)})
     with _session(request) as session:
         data = models_page_data(request, session, params, fmt)
     if fmt == "json":
@@ -344,7 +335,6 @@ def _sort_url(request: Request, params: ModelListParams, key: str) -> str:
 
 # ---- one model ------------------------------------------------------------------------------
 
-KV_CONTEXTS = (4096, 32768, 131072)
 MAX_CONTEXT = 1 << 24  # 16M tokens: beyond any model's window, small enough to stay exact in JS
 MAX_BATCH = 4096
 # Roofs the model page draws (the table lists every catalogued device): a spread of generations,
@@ -365,7 +355,7 @@ def kv_terms(geom: Geometry) -> list[dict]:
 def calculator(geom: Geometry, context: int, batch: int, dtype: str) -> dict:
     counter = kvcache.mha_counterfactual(geom)
     rows = []
-    for ctx in sorted(set(KV_CONTEXTS) | {context}):
+    for ctx in sorted(set(roofline.CONTEXTS) | {context}):
         actual = kvcache.cache_bytes(geom, ctx, batch, dtype)
         mha = kvcache.cache_bytes(counter, ctx, batch, dtype)
         rows.append({"context": ctx, "batch": batch, "dtype": dtype, "bytes": actual, "mha_bytes": mha,
@@ -417,34 +407,16 @@ def model_page_data(session: Session, model_id: str, context: int, batch: int, d
         data["layer_summary"] = kinds
     else:
         data["layer_summary"] = {}
-    data["bench_results"] = bench_results(session, model_id)
+    data["bench_results"] = results_for_model(session, model_id)
     return data
 
 
-def bench_results(session: Session, model_id: str) -> list[dict]:
-    """Spot-benchmark results stored for this model, newest first."""
-    return results_for_model(session, model_id)
+class KVForm(BaseModel):
+    """The model page's calculator inputs (also the roofline's context, batch and cache dtype)."""
 
-
-def kv_form(request: Request) -> tuple[int, int, str]:
-    q = request.query_params
-
-    def whole(name: str, default: int, hi: int) -> int:
-        value = (q.get(name) or "").strip()
-        if not value:
-            return default
-        try:
-            number = int(value)
-        except ValueError:
-            raise ApiError(400, f"{name}: must be a whole number (got {value[:40]!r})") from None
-        if not 1 <= number <= hi:
-            raise ApiError(400, f"{name}: must be between 1 and {hi:,} (got {number:,})")
-        return number
-
-    dtype = (q.get("dtype") or "bf16").strip()
-    if dtype not in kvcache.DTYPE_BYTES:
-        raise ApiError(400, f"dtype: must be one of {', '.join(kvcache.DTYPE_BYTES)} (got {dtype[:40]!r})")
-    return whole("context", 32768, MAX_CONTEXT), whole("batch", 1, MAX_BATCH), dtype
+    context: int = Field(32768, ge=1, le=MAX_CONTEXT, description="Tokens per sequence")
+    batch: int = Field(1, ge=1, le=MAX_BATCH, description="Sequences")
+    dtype: Literal[tuple(kvcache.DTYPE_BYTES)] = Field("bf16", description="KV-cache element type")
 
 
 def split_model_path(path: str) -> tuple[str, str | None]:
@@ -477,7 +449,8 @@ def _model_page(request: Request, model_id: str, fmt: str | None) -> Response:
         validate_repo_id(model_id)
     except InvalidRepoId as exc:
         raise ApiError(400, f"model id: {exc}") from None
-    context, batch, dtype = kv_form(request)
+    form = validated(KVForm, request)
+    context, batch, dtype = form.context, form.batch, form.dtype
     with _session(request) as session:
         data = model_page_data(session, model_id, context, batch, dtype)
     if data is None:
@@ -488,7 +461,7 @@ def _model_page(request: Request, model_id: str, fmt: str | None) -> Response:
     if data["roofline_at"]:
         specs["roofline"] = roofline_spec(data["roofline_at"], data["geometry"])
     return render(request, "model.html", data, title=model_id, nav="/models", specs=specs, charts=bool(specs),
-                  model_id=model_id, dtypes=list(kvcache.DTYPE_BYTES), contexts=KV_CONTEXTS,
+                  model_id=model_id, dtypes=list(kvcache.DTYPE_BYTES),
                   hub_url="https://huggingface.co/" + quote(model_id, safe="/"))
 
 

@@ -10,16 +10,13 @@ bundled major version); no browser is ever downloaded.
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
+
+from observatory.testing.server import ServerFailed, offline_env, running_server
 
 pytestmark = pytest.mark.browser
 
@@ -38,55 +35,16 @@ PAGES = ["/", "/trends", "/trends?period=quarter&weighting=count", "/models", f"
 START_TIMEOUT_S = 90
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """``observatory serve`` on a fresh data dir; the Hub endpoint is a closed local port."""
+    """``observatory serve`` (scheduler on) on a fresh data dir; no Hub is reachable."""
     data_dir = tmp_path_factory.mktemp("browser") / "data"
-    port = _free_port()
-    env = {
-        **os.environ,
-        "OBSERVATORY_DATA_DIR": str(data_dir),
-        "OBSERVATORY_DATABASE_URL": "",
-        "HF_ENDPOINT": f"http://127.0.0.1:{_free_port()}",  # nothing listens: crawls fail at once
-        "OBSERVATORY_HUB_TIMEOUT_S": "2",
-        "OBSERVATORY_HUB_MAX_RETRIES": "0",
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
-    command = shutil.which("observatory", path=str(Path(sys.executable).parent)) or shutil.which("observatory")
-    argv = [command] if command else [sys.executable, "-c", "from observatory.cli import main; main()"]
-    log = data_dir.parent / "serve.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([*argv, "serve", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-                                env=env, stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    env = offline_env(data_dir, OBSERVATORY_HUB_TIMEOUT_S="2")
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"observatory serve exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                if httpx.get(base + "/", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"observatory serve did not answer within {START_TIMEOUT_S}s:\n{log.read_text()[-3000:]}")
-            time.sleep(0.3)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        with running_server(data_dir, "--log-level", "warning", env=env, timeout=START_TIMEOUT_S) as running:
+            yield running.url
+    except ServerFailed as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,7 @@ def child_env(settings) -> dict:
     return env
 
 
-def cli(settings, *args: str) -> dict:
+def cli(settings, *args: str):
     proc = subprocess.run([*CLI, "alerts", *args, "--json"], env=child_env(settings), capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -74,6 +74,8 @@ def test_killed_after_evaluation_then_a_fresh_deliver_run_sends_once(engine, ale
         assert request["headers"]["webhook-id"] == queued.webhook_id
 
         assert cli(alert_settings, "evaluate")["fired"] == []  # idempotent: the same data fires nothing
+        (listed,) = cli(alert_settings, "list", "--status", "firing")
+        assert listed["kind"] == "kind_share" and listed["notifications"] == 1
         assert cli(alert_settings, "deliver")["attempted"] == 0
         assert len(rx.requests) == 1
 

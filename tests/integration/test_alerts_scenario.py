@@ -133,3 +133,15 @@ def test_the_ecosystem_shifts(engine, alert_settings):
     # Rules that never fired: MHA share (never <= 5 %) and G > 16 share (no model has G > 16).
     assert not any("MHA" in s for _, s in states) and not any("G > 16" in s for _, s in states)
     assert len(events) == 9  # 7 firings (2 MLA, release, kind, layer type, parse error, shift) + 2 resolutions
+
+
+def test_history_is_absorbed_even_if_the_store_was_empty_at_first(engine, alert_settings):
+    settings = alert_settings.model_copy(update={"alert_builtin_rules": True})
+    assert evaluate(engine, settings).absorbed == 0  # nothing to see yet
+    crawl_month(engine, 1, gqa4=4, mla=1, acme=4)
+    crawl_month(engine, 2, gqa4=4, mla=1, acme=8)  # a release change, but in the first data seen
+    first = step(engine, settings)
+    assert ("release_changed", (("group", "acme"), ("release", "2025-02-08"))) not in first["fired"]
+    assert first["absorbed"] == 4  # kinds GQA, MLA, MHA and acme's change are history
+    crawl_month(engine, 3, gqa4=4, mla=1, acme=16)
+    assert ("release_changed", (("group", "acme"), ("release", "2025-03-08"))) in step(engine, settings)["fired"]

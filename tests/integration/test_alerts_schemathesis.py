@@ -57,7 +57,8 @@ class OwnerToken:
 
 @schema.parametrize()
 @settings(max_examples=MAX_EXAMPLES, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture])
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                 HealthCheck.function_scoped_fixture])
 def test_alert_api_conforms_to_its_schema(case):
     # Schema-valid requests may be refused for reasons a JSON schema cannot state (a webhook host
     # that does not resolve, a rule parameter out of range): those are 4xx, never 5xx.

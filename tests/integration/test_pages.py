@@ -149,7 +149,7 @@ def test_page_renders_with_csp_and_no_inline_code(client, path):
     assert r.text.count("<canvas") == r.text.count('<details class="chart-data" open>')
 
 
-@pytest.mark.parametrize("path", ["/index.json", "/trends.json", "/models.json", f"/models/{LLAMA2_70B}.json",
+@pytest.mark.parametrize("path", ["/index.json", "/.json", "/trends.json", "/models.json", f"/models/{LLAMA2_70B}.json",
                                   "/hardware.json", "/methodology.json", "/crawl.json", "/benchmarks.json"])
 def test_json_twins(client, path):
     r = client.get(path)
@@ -202,7 +202,7 @@ def test_hostile_query_parameters_are_escaped(client, path):
 
 
 def test_chart_data_cannot_close_its_script_block():
-    from observatory.web.pages import environment
+    from observatory.web.rendering import environment
 
     spec = {"type": "xy", "series": [{"label": "</script><script>alert(1)</script>", "points": []}]}
     html = environment().from_string(

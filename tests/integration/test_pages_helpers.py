@@ -9,7 +9,7 @@ from starlette.requests import Request
 from observatory import kvcache
 from observatory.geometry import ConfigError, parse_config_text, parse_geometry
 from observatory.snapshot import load_entries
-from observatory.web import pages
+from observatory.web import pages, rendering
 
 
 def _snapshot_geometries():
@@ -51,23 +51,23 @@ def test_calculator_terms_reproduce_kvcache_for_every_snapshot_model():
     (42_949_672_960, "42.9 GB", "40.0 GiB"),
 ])
 def test_byte_formatting(value, decimal, binary):
-    assert pages.fmt_bytes(value) == decimal
-    assert pages.fmt_bytes_binary(value) == binary
+    assert rendering.fmt_bytes(value) == decimal
+    assert rendering.fmt_bytes_binary(value) == binary
 
 
 @pytest.mark.parametrize("value, text", [(None, "—"), (8.0, "8"), (5.333333, "5.33"), (1234.5, "1,234"),
                                          (12_345_678, "12,345,678"), (0.0123, "0.0123"), (float("nan"), "—")])
 def test_number_formatting(value, text):
-    assert pages.fmt_num(value) == text
+    assert rendering.fmt_num(value) == text
 
 
 def test_seconds_and_flops_formatting():
-    assert pages.fmt_seconds(0.0000123) == "12.3 µs"
-    assert pages.fmt_seconds(0.0123) == "12.3 ms"
-    assert pages.fmt_seconds(2.5) == "2.5 s"
-    assert pages.fmt_flops(989e12) == "989 TFLOP/s"
-    assert pages.fmt_flops(2.25e15) == "2.25 PFLOP/s"
-    assert pages.fmt_pct(0.4567) == "45.7%"
+    assert rendering.fmt_seconds(0.0000123) == "12.3 µs"
+    assert rendering.fmt_seconds(0.0123) == "12.3 ms"
+    assert rendering.fmt_seconds(2.5) == "2.5 s"
+    assert rendering.fmt_flops(989e12) == "989 TFLOP/s"
+    assert rendering.fmt_flops(2.25e15) == "2.25 PFLOP/s"
+    assert rendering.fmt_pct(0.4567) == "45.7%"
 
 
 @pytest.mark.parametrize("value, cell", [
@@ -75,7 +75,7 @@ def test_seconds_and_flops_formatting():
     (-2, -2), (None, ""), (["a", "b"], "a; b"),
 ])
 def test_csv_cells(value, cell):
-    assert pages.csv_cell(value) == cell
+    assert rendering.csv_cell(value) == cell
 
 
 def _request(path: str, query: str = "") -> Request:
@@ -84,10 +84,10 @@ def _request(path: str, query: str = "") -> Request:
 
 def test_page_urls_keep_the_query():
     req = _request("/models", "kind=GQA&size=10")
-    assert pages.page_url(req, "json") == "/models.json?kind=GQA&size=10"
-    assert pages.page_url(req, None, next="abc") == "/models?kind=GQA&size=10&next=abc"
-    assert pages.page_url(_request("/models.csv", "next=x"), None, next=None) == "/models"
-    assert pages.page_url(_request("/"), "json") == "/index.json"
+    assert rendering.page_url(req, "json") == "/models.json?kind=GQA&size=10"
+    assert rendering.page_url(req, None, next="abc") == "/models?kind=GQA&size=10&next=abc"
+    assert rendering.page_url(_request("/models.csv", "next=x"), None, next=None) == "/models"
+    assert rendering.page_url(_request("/"), "json") == "/index.json"
 
 
 @pytest.mark.parametrize("path, parsed", [
@@ -105,7 +105,7 @@ def test_wants_html_only_for_browsers_on_pages():
         return Request({"type": "http", "method": "GET", "path": path, "query_string": b"",
                         "headers": [(b"accept", accept.encode())]})
 
-    assert pages.wants_html(req("/nope", "text/html,application/xhtml+xml"))
-    assert not pages.wants_html(req("/nope", "application/json"))
-    assert not pages.wants_html(req("/api/v1/nope", "text/html"))
-    assert not pages.wants_html(req("/nope.json", "text/html"))
+    assert rendering.wants_html(req("/nope", "text/html,application/xhtml+xml"))
+    assert not rendering.wants_html(req("/nope", "application/json"))
+    assert not rendering.wants_html(req("/api/v1/nope", "text/html"))
+    assert not rendering.wants_html(req("/nope.json", "text/html"))

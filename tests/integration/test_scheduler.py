@@ -154,3 +154,30 @@ def test_worker_command_runs_the_schedule_until_sigterm(engine, hub, hub_setting
     assert runs(engine)[0].new == 4 and all(r.status == "ok" for r in runs(engine))
     with engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM lease").scalar() == 0
+
+
+def test_shutdown_stops_a_running_crawl_early_and_keeps_what_it_fetched(engine, hub, hub_settings):
+    from crawler_support import assert_stored_exactly_once, revisions_by_model, scope_state
+    from observatory.crawler.run import crawl
+
+    ids = populate(hub, 400)
+    hub.page_size = 50
+    hub.add_fault("resolve", None, delay=0.05, times=-1)  # 400 fetches, 4 at a time: ~5 s
+    config = hub_settings.model_copy(update={"crawl_interval_s": 60, "crawl_first_run_days": 1,
+                                             "stats_refresh_interval_s": 0, "bench_interval_s": 0})
+    handle = SchedulerHandle(engine, config, [JobSpec("crawl", "observatory.crawler.run:scheduled_crawl",
+                                                      lambda s: 60, first_delay_s=0)]).start()
+    try:
+        _wait_for(lambda: len(revisions_by_model(engine)) >= 20, timeout=20)
+    finally:
+        started = time.monotonic()
+        handle.shutdown(wait=True)
+    assert time.monotonic() - started < 3  # it did not wait for the remaining ~350 fetches
+    [stopped] = runs(engine)
+    assert stopped.status == "interrupted" and stopped.error.startswith("Stopped")
+    assert 20 <= stopped.new < 400 and stopped.new == len(revisions_by_model(engine))
+    assert scope_state(engine).created_mark is None
+
+    hub.faults.clear()
+    crawl(engine, config)
+    assert_stored_exactly_once(engine, hub, ids)

@@ -215,7 +215,8 @@ def test_release_changed_compares_whole_release_days():
 
 
 def test_release_changed_can_watch_kind_only_and_group_by_family():
-    rows = [row("a/x", date(2025, 1, 1), g=4, model_type="qwen2"), row("b/y", date(2025, 2, 1), g=8, model_type="qwen2")]
+    rows = [row("a/x", date(2025, 1, 1), g=4, model_type="qwen2"),
+            row("b/y", date(2025, 2, 1), g=8, model_type="qwen2")]
     assert R.evaluate_release_rule(R.make_rule("release_changed", {"watch": "kind"}), rows).findings == []
     by_family = R.evaluate_release_rule(R.make_rule("release_changed", {"group_by": "model_type"}), rows).findings
     assert [f.labels["group"] for f in by_family] == ["qwen2"]

@@ -13,7 +13,7 @@ from torch.utils._pytree import tree_leaves
 from kernel_support import Case, assert_close, compare, make_inputs
 from kernels import check_inputs, gqa_decode, gqa_decode_reference
 from kernels.peers import available_peers, repeat_kv
-from kernels.torch_decode import chunk_tokens, gqa_decode_torch, merge
+from kernels.torch_decode import _block_attention, chunk_tokens, gqa_decode_torch, matmul_attention, merge
 
 TORCH_CASES = [
     # (heads, kv_heads): MHA G=1, GQA G=2/4/8/16, MQA G=8/16
@@ -86,6 +86,19 @@ def test_reference_agrees_with_sdpa_enable_gqa():
     assert torch.allclose(out, expected, atol=1e-12)
     scores = torch.einsum("bhd,blhd->bhl", q32.double(), k32.double().repeat_interleave(4, dim=2)) / math.sqrt(32)
     assert torch.allclose(lse, torch.logsumexp(scores, -1), atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_matmul_fallback_agrees_with_the_fused_cpu_kernel(dtype):
+    # The fallback serves devices other than the CPU; here both run on strided (b, L, K, d) views.
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 3, 4, 32, generator=gen).to(dtype)
+    cache = torch.randn(2, 50, 3, 32, generator=gen).to(dtype)
+    fused, fallback = (f(q, cache.transpose(1, 2), cache.transpose(1, 2), 0.2)
+                       for f in (_block_attention, matmul_attention))
+    assert fallback[0].dtype == dtype and fallback[1].dtype == torch.float32
+    assert torch.allclose(fused[0].float(), fallback[0].float(), atol=2e-3 if dtype == torch.float16 else 1e-5)
+    assert torch.allclose(fused[1], fallback[1], atol=1e-4)
 
 
 def test_merge_of_partials_equals_one_pass():

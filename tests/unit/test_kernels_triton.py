@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,13 @@ def test_interpreter_matches_reference(interpreter_results, case):
 def test_compiled_kernel_matches_reference(case):
     result = run_triton_cases([case], device="cuda")[case.id]
     assert_close(case, result)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("case", [replace(c, id=c.id + "-bf16", dtype="bf16") for c in TRITON_CASES],
+                         ids=lambda c: c.id)
+def test_compiled_kernel_in_bf16(case):  # the interpreter cannot compute in bf16; the GPU can
+    assert_close(case, run_triton_cases([case], device="cuda")[case.id])
 
 
 def test_cpu_tensors_without_the_interpreter_are_refused():

@@ -71,7 +71,8 @@ def test_only_loopback_is_opened_by_the_test_switch(url, reason):
     assert reason.lower() in str(info.value).lower()
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8123/hook", "http://127.1:9/x", "http://[::1]:7/", "http://0x7f000001/"])
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8123/hook", "http://127.1:9/x", "http://[::1]:7/",
+                                 "http://0x7f000001/"])
 def test_loopback_passes_with_the_switch_on_any_port(url):
     vetted = vet_url(url, allow_http=True, allow_loopback=True)
     assert all(ipaddress.ip_address(a).is_loopback for a in vetted.addresses)

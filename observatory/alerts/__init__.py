@@ -1,0 +1,7 @@
+"""Alerts: rules over the trends and model events, evaluated after every crawl, delivered by
+signed webhooks, Atom feeds and e-mail.
+
+Modules: ``rules`` (pure rule evaluation), ``evaluate`` (state, events, outbox), ``delivery``
+(the worker), ``webhooks`` (Standard Webhooks), ``ssrf`` (vetting and pinning target URLs),
+``email``, ``feeds``, ``subscriptions``, ``api`` and ``pages`` (HTTP), ``tables``.
+"""
