@@ -90,12 +90,11 @@ def _attend(q, keys, values, scale, chunk):
     lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
     full = length // chunk * chunk
     for i in range(n):  # chunks of one sequence share a stride only within that sequence
-        pieces = [_chunked(q[i], keys[i, :full], values[i, :full], scale, chunk)]
+        o, l = merge(*_chunked(q[i], keys[i, :full], values[i, :full], scale, chunk))
         if full < length:
-            tail = _block_attention(q[i : i + 1], keys[i : i + 1, full:].transpose(1, 2),
-                                    values[i : i + 1, full:].transpose(1, 2), scale)
-            pieces.append(tail)
-        o, l = merge(torch.cat([p[0] for p in pieces]), torch.cat([p[1] for p in pieces]))
+            tail_o, tail_l = _block_attention(q[i : i + 1], keys[i : i + 1, full:].transpose(1, 2),
+                                              values[i : i + 1, full:].transpose(1, 2), scale)
+            o, l = merge(torch.stack([o, tail_o[0]]), torch.stack([l, tail_l[0]]))
         out[i], lse[i] = o, l
     return out, lse
 
@@ -110,12 +109,9 @@ def _chunked(q, keys, values, scale, chunk):
 
 def merge(out, lse):
     """Merge partial results along dim 0 by their log-sum-exp (float32); empty partials have lse −inf."""
-    top = lse.amax(dim=0)
-    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))  # all-empty: weights stay 0, no NaN
-    weights = torch.exp(lse - top)
-    total = weights.sum(dim=0)
-    merged = (out.float() * weights.unsqueeze(-1)).sum(dim=0) / total.clamp_min(1e-30).unsqueeze(-1)
-    return merged.to(out.dtype), top + torch.log(total)
+    total = torch.logsumexp(lse, dim=0)
+    weights = torch.exp(lse - total).nan_to_num_(0.0)  # no tokens at all: total is -inf, every weight 0
+    return (out.float() * weights.unsqueeze(-1)).sum(dim=0).to(out.dtype), total
 
 
 def _block_attention(q, keys, values, scale):

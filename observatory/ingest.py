@@ -4,13 +4,21 @@ A revision is keyed by (model, sha) so recording the same file twice is a no-op:
 that is killed and restarted, or a snapshot loaded again, stores everything exactly once.
 Files that fail to parse are kept verbatim with their error, so nothing fetched is lost and
 a better parser can re-derive them later (``rederive``).
+
+Writes are batched (``upsert_models``, ``record_configs``): the crawler stores a page of
+results per transaction, and building one ORM object per row costs more than fetching the
+config did. The one-row helpers are the batch functions called with one row.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
-from sqlmodel import Session, select
+from sqlalchemy import insert, update
+from sqlalchemy.orm import attributes
+from sqlmodel import Session, col, select
 
 from observatory import kvcache
 from observatory.geometry import PARSER_VERSION, ConfigError, Geometry, parse_config_text, parse_geometry
@@ -18,23 +26,56 @@ from observatory.repo_ids import validate_repo_id
 from observatory.tables import ConfigRevision, GeometryRow, HubModel, utcnow
 
 
+@dataclass(frozen=True)
+class ConfigItem:
+    """One config.json to record for a model that is already stored."""
+
+    model_id: str
+    raw_text: str
+    sha: str
+    provenance: str = "verbatim"  # or "reconstructed"
+    source: str | None = None
+    fetched_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    revision_id: int
+    created: bool
+    parse_status: str  # "ok" | "error"
+    parse_error: str | None
+
+
+def upsert_models(session: Session, rows: Mapping[str, Mapping]) -> None:
+    """Insert or update HubModels by id; only the given fields of existing rows change."""
+    for model_id in rows:
+        validate_repo_id(model_id)
+    now = utcnow()
+    existing = set(session.exec(select(HubModel.id).where(col(HubModel.id).in_(list(rows)))))
+    new = [
+        {"downloads": 0, "likes": 0, "tags": [], "source": "hub", "first_seen_at": now,
+         "author": model_id.split("/")[0] if "/" in model_id else None,
+         **fields, "id": model_id, "updated_at": now}
+        for model_id, fields in rows.items() if model_id not in existing
+    ]
+    if new:
+        session.execute(insert(HubModel), new)
+    for model_id in existing:
+        values = {**rows[model_id], "updated_at": now}
+        session.execute(update(HubModel).where(HubModel.id == model_id).values(**values))
+        _sync_loaded(session, HubModel, model_id, values)
+
+
 def upsert_model(session: Session, model_id: str, **fields) -> HubModel:
-    """Insert or update a HubModel; only the given fields change."""
-    validate_repo_id(model_id)
-    model = session.get(HubModel, model_id)
-    if model is None:
-        model = HubModel(id=model_id, author=model_id.split("/")[0] if "/" in model_id else None)
-        session.add(model)
-    for key, value in fields.items():
-        setattr(model, key, value)
-    model.updated_at = utcnow()
-    session.flush()
-    return model
+    """Insert or update one HubModel; only the given fields change."""
+    upsert_models(session, {model_id: fields})
+    return session.get(HubModel, model_id, populate_existing=True)
 
 
-def geometry_row(geom: Geometry, *, revision_id: int, model_id: str) -> GeometryRow:
+def geometry_values(geom: Geometry, *, revision_id: int, model_id: str) -> dict:
+    """The ``geometry`` row for a derived Geometry, as column values."""
     mla = geom.mla
-    return GeometryRow(
+    return dict(
         revision_id=revision_id,
         model_id=model_id,
         parser_version=PARSER_VERSION,
@@ -61,6 +102,7 @@ def geometry_row(geom: Geometry, *, revision_id: int, model_id: str) -> Geometry
         kv_bytes_per_token_bf16=kvcache.bytes_per_token(geom, "bf16"),
         sources=dict(geom.sources),
         warnings=list(geom.warnings),
+        derived_at=utcnow(),
     )
 
 
@@ -70,6 +112,52 @@ def derive(raw_text: str) -> tuple[Geometry | None, str | None]:
         return parse_geometry(parse_config_text(raw_text)), None
     except ConfigError as exc:
         return None, str(exc)[:1000]
+
+
+def record_configs(session: Session, items: Iterable[ConfigItem]) -> list[Recorded]:
+    """Store config revisions and their geometry; one result per item, in order.
+
+    The models must exist. A (model, sha) already stored is left as it is; the newest
+    recorded revision of each model becomes its current one.
+    """
+    items = list(items)
+    stored = {
+        (model_id, sha): Recorded(rev_id, False, status, error)
+        for rev_id, model_id, sha, status, error in session.exec(
+            select(ConfigRevision.id, ConfigRevision.model_id, ConfigRevision.sha,
+                   ConfigRevision.parse_status, ConfigRevision.parse_error)
+            .where(col(ConfigRevision.model_id).in_({i.model_id for i in items}))
+        )
+    }
+    fresh: dict[tuple[str, str], tuple[ConfigItem, Geometry | None, str | None]] = {}
+    for item in items:
+        key = (item.model_id, item.sha)
+        if key not in stored and key not in fresh:
+            fresh[key] = (item, *derive(item.raw_text))
+    if fresh:
+        now = utcnow()
+        returned = session.execute(
+            insert(ConfigRevision).returning(ConfigRevision.id, sort_by_parameter_order=True),
+            [
+                dict(model_id=item.model_id, sha=item.sha, raw_text=item.raw_text,
+                     fetched_at=item.fetched_at or now, provenance=item.provenance, source=item.source,
+                     parse_status="ok" if error is None else "error", parse_error=error)
+                for item, _geom, error in fresh.values()
+            ],
+        ).scalars().all()
+        geometries = []
+        for rev_id, (key, (item, geom, error)) in zip(returned, fresh.items()):
+            stored[key] = Recorded(rev_id, True, "ok" if error is None else "error", error)
+            if geom is not None:
+                geometries.append(geometry_values(geom, revision_id=rev_id, model_id=item.model_id))
+        if geometries:
+            session.execute(insert(GeometryRow), geometries)
+        current = {key[0]: stored[key].revision_id for key in fresh}  # later items win
+        for model_id, rev_id in current.items():
+            values = {"current_revision_id": rev_id, "updated_at": now}
+            session.execute(update(HubModel).where(HubModel.id == model_id).values(**values))
+            _sync_loaded(session, HubModel, model_id, values)
+    return [stored[(item.model_id, item.sha)] for item in items]
 
 
 def record_config(
@@ -82,36 +170,18 @@ def record_config(
     source: str | None = None,
     fetched_at: datetime | None = None,
 ) -> tuple[ConfigRevision, bool]:
-    """Store one config revision and its geometry; returns (revision, created).
+    """Store one config revision and its geometry; returns (revision, created)."""
+    item = ConfigItem(model_id, raw_text, sha, provenance, source, fetched_at)
+    recorded = record_configs(session, [item])[0]
+    return session.get(ConfigRevision, recorded.revision_id), recorded.created
 
-    The model row must exist. The newest recorded revision becomes the model's current one.
-    """
-    existing = session.exec(
-        select(ConfigRevision).where(ConfigRevision.model_id == model_id, ConfigRevision.sha == sha)
-    ).first()
-    if existing is not None:
-        return existing, False
-    geom, error = derive(raw_text)
-    revision = ConfigRevision(
-        model_id=model_id,
-        sha=sha,
-        raw_text=raw_text,
-        fetched_at=fetched_at or utcnow(),
-        provenance=provenance,
-        source=source,
-        parse_status="ok" if error is None else "error",
-        parse_error=error,
-    )
-    session.add(revision)
-    session.flush()
-    if geom is not None:
-        session.add(geometry_row(geom, revision_id=revision.id, model_id=model_id))
-    model = session.get(HubModel, model_id)
-    if model is not None:
-        model.current_revision_id = revision.id
-        model.updated_at = utcnow()
-    session.flush()
-    return revision, True
+
+def _sync_loaded(session: Session, table: type, key: str, values: Mapping) -> None:
+    """Core UPDATEs bypass the identity map; keep an already-loaded object in step."""
+    obj = session.identity_map.get(session.identity_key(table, key))
+    if obj is not None:
+        for name, value in values.items():
+            attributes.set_committed_value(obj, name, value)
 
 
 def rederive(session: Session) -> int:
@@ -129,7 +199,7 @@ def rederive(session: Session) -> int:
         revision.parse_status = "ok" if error is None else "error"
         revision.parse_error = error
         if geom is not None:
-            session.add(geometry_row(geom, revision_id=revision.id, model_id=revision.model_id))
+            session.add(GeometryRow(**geometry_values(geom, revision_id=revision.id, model_id=revision.model_id)))
         changed += 1
     session.flush()
     return changed

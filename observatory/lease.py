@@ -34,8 +34,7 @@ def new_holder() -> str:
 
 def holder_is_dead(holder: str) -> bool:
     """True only when the holder ran on this host and its process no longer exists."""
-    host, _, rest = holder.rpartition(":")[0].rpartition(":")
-    pid_text = rest
+    host, _, pid_text = holder.rpartition(":")[0].rpartition(":")  # "host:pid:token"
     if host != _HOST or not pid_text.isdigit() or int(pid_text) == os.getpid():
         return False
     try:

@@ -22,12 +22,14 @@ import base64
 import binascii
 import json
 import re
+import time as time_module
 from datetime import date, datetime, time, timedelta, timezone
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 import sqlalchemy as sa
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, model_validator
 from sqlmodel import Session
 
 from observatory import hardware, kvcache, roofline
@@ -141,6 +143,9 @@ _SUMMARY_COLUMNS = [
 ]
 
 
+_SUMMARIES = TypeAdapter(list[ModelSummary])  # one call validates a whole page
+
+
 class Page(BaseModel):
     rows: list[ModelSummary]
     next: str | None = Field(description="Token for the following page; null on the last page")
@@ -239,79 +244,131 @@ def _indexed_geometry_filters(params: ModelListParams) -> dict[str, list]:
     return filters
 
 
+# (engine url, column, filter values, threshold) -> (is selective, monotonic time probed). How many rows a
+# filter matches changes slowly and only steers the plan, never the answer, so it is probed at
+# most once per _PROBE_TTL_S per process.
+_PROBES: dict[tuple, tuple[bool, float]] = {}
+_PROBE_TTL_S = 300.0
+_PROBES_MAX = 1024
+
+
+def _probe_key(session: Session, name: str, params: ModelListParams) -> tuple:
+    values = {"attention_kind": tuple(sorted(params.kind)), "group_size": (params.g_min, params.g_max),
+              "model_type": params.model_type}[name]
+    return (str(session.get_bind().url), name, values, _SELECTIVE_ROWS)
+
+
 def _geometry_filters_are_selective(session: Session, params: ModelListParams, sort_column: str) -> bool:
     """Whether some indexed geometry filter (other than on the sort column) matches few rows;
     each probe reads at most _SELECTIVE_ROWS entries of one index and no table rows."""
+    now = time_module.monotonic()
     for name, builders in _indexed_geometry_filters(params).items():
         if name == sort_column:
             continue
-        column = _G[name]
-        probe = (sa.select(sa.literal(1)).select_from(GeometryRow.__table__)
-                 .where(*(build(column) for build in builders)).limit(_SELECTIVE_ROWS))
-        if session.execute(sa.select(sa.func.count()).select_from(probe.subquery())).scalar_one() < _SELECTIVE_ROWS:
+        key = _probe_key(session, name, params)
+        cached = _PROBES.get(key)
+        if cached is not None and now - cached[1] < _PROBE_TTL_S:
+            selective = cached[0]
+        else:
+            column = _G[name]
+            probe = (sa.select(sa.literal(1)).select_from(GeometryRow.__table__)
+                     .where(*(build(column) for build in builders)).limit(_SELECTIVE_ROWS))
+            found = session.execute(sa.select(sa.func.count()).select_from(probe.subquery())).scalar_one()
+            selective = found < _SELECTIVE_ROWS
+            if len(_PROBES) >= _PROBES_MAX:
+                _PROBES.clear()
+            _PROBES[key] = (selective, now)
+        if selective:
             return True
     return False
 
 
-def _filtered(params: ModelListParams, *, unindexed: frozenset[str] = frozenset()) -> sa.Select:
-    """The filtered query; geometry columns named in ``unindexed`` are filtered through
-    ``_no_index`` so the sort column's index drives the query."""
+def _bind_values(params: ModelListParams) -> dict[str, Any]:
+    """Values for the bind parameters of ``_page_statement``."""
+    values: dict[str, Any] = {
+        "kind": list(params.kind), "hybrid": params.hybrid, "g_min": params.g_min, "g_max": params.g_max,
+        "author": params.author, "model_type": params.model_type, "min_downloads": params.min_downloads,
+        "created_from": _day_start(params.created_from) if params.created_from else None,
+        "created_to": _day_start(params.created_to + timedelta(days=1)) if params.created_to else None,
+        # matched with LIKE ... ESCAPE '/': the user's % and _ are literal
+        "q": params.q.replace("/", "//").replace("%", "/%").replace("_", "/_") if params.q is not None else None,
+    }
+    return {k: v for k, v in values.items() if v not in (None, [])}
+
+
+@lru_cache(maxsize=512)
+def _page_statement(sort: str, desc: bool, tail: bool, cursor: bool, filters: frozenset[str],
+                    unindexed: frozenset[str]) -> sa.Select:
+    """One page query, its values left as bind parameters, built once per shape: ``filters``
+    names the filters present, ``tail`` selects the rows whose sort value is NULL, ``cursor``
+    adds the keyset condition (after the row ``after_value``, ``after_id``)."""
+    column, tie = _SORT_COLUMNS[sort]
+
+    def geo(name: str) -> sa.ColumnElement:
+        return _no_index(_G[name]) if name in unindexed else _G[name]
+
+    p = sa.bindparam
+    conditions = {
+        "kind": lambda: geo("attention_kind").in_(p("kind", expanding=True)),
+        "hybrid": lambda: _G.is_hybrid == p("hybrid"),
+        "g_min": lambda: geo("group_size") >= p("g_min"),
+        "g_max": lambda: geo("group_size") <= p("g_max"),
+        "model_type": lambda: geo("model_type") == p("model_type"),
+        "author": lambda: _M.author == p("author"),
+        "created_from": lambda: _M.created_at >= p("created_from"),
+        "created_to": lambda: _M.created_at < p("created_to"),
+        "min_downloads": lambda: _M.downloads >= p("min_downloads"),
+        "q": lambda: _M.id.icontains(p("q"), escape="/"),
+    }
     query = (
         sa.select(*_SUMMARY_COLUMNS)
         .select_from(HubModel.__table__)
         .outerjoin(GeometryRow.__table__, _G.revision_id == _M.current_revision_id)
+        .where(*(build() for name, build in conditions.items() if name in filters))
     )
-    conditions = []
-    for name, builders in _indexed_geometry_filters(params).items():
-        column = _no_index(_G[name]) if name in unindexed else _G[name]
-        conditions.extend(build(column) for build in builders)
-    if params.hybrid is not None:
-        conditions.append(_G.is_hybrid == params.hybrid)
-    if params.author is not None:
-        conditions.append(_M.author == params.author)
-    if params.created_from is not None:
-        conditions.append(_M.created_at >= _day_start(params.created_from))
-    if params.created_to is not None:
-        conditions.append(_M.created_at < _day_start(params.created_to + timedelta(days=1)))
-    if params.min_downloads is not None:
-        conditions.append(_M.downloads >= params.min_downloads)
-    if params.q is not None:
-        conditions.append(_M.id.icontains(params.q, autoescape=True))
-    return query.where(*conditions)
+    if tail:  # NULL sort values, in id order
+        query = query.where(column.is_(None))
+        if cursor:
+            query = query.where(_M.id < p("after_id") if desc else _M.id > p("after_id"))
+        return query.order_by(_M.id.desc() if desc else _M.id.asc()).limit(p("limit"))
+    if sort in _NULLABLE_SORTS:
+        query = query.where(column.is_not(None))
+    if sort == "id":
+        if cursor:
+            query = query.where(column < p("after_id") if desc else column > p("after_id"))
+        return query.order_by(column.desc() if desc else column.asc()).limit(p("limit"))
+    if cursor:
+        after = sa.tuple_(column, tie)
+        bound = sa.tuple_(p("after_value", type_=column.type), p("after_id", type_=_M.id.type))
+        query = query.where(after < bound if desc else after > bound)
+    order_by = [column.desc(), tie.desc()] if desc else [column.asc(), tie.asc()]
+    return query.order_by(*order_by).limit(p("limit"))
 
 
 def list_models(session: Session, params: ModelListParams) -> Page:
     """One page of models matching ``params``; raises InvalidPageToken for a bad ``next``."""
-    column, tie = _SORT_COLUMNS[params.sort]
+    column, _ = _SORT_COLUMNS[params.sort]
     desc = params.order == "desc"
     cursor = decode_token(params.next, params.sort, params.order) if params.next else None
-    sort_column = column.name
     unindexed = frozenset()
-    if not _geometry_filters_are_selective(session, params, sort_column):
-        unindexed = frozenset(_indexed_geometry_filters(params)) - {sort_column}
-    base = _filtered(params, unindexed=unindexed)
+    if not _geometry_filters_are_selective(session, params, column.name):
+        unindexed = frozenset(_indexed_geometry_filters(params)) - {column.name}
+    values = _bind_values(params)
+    filters = frozenset(values)
     limit = params.size + 1  # one extra row says whether a next page exists
+    conn = session.connection()  # Core rows: the ORM layer adds nothing to a plain select
     rows: list[sa.Row] = []
 
     # Rows with a sort value, in (column, id) order; then the NULL tail in id order.
     if cursor is None or cursor[0] is not None:
-        query = base.where(column.is_not(None)) if params.sort in _NULLABLE_SORTS else base
-        if cursor is not None and params.sort == "id":
-            query = query.where(column < cursor[1] if desc else column > cursor[1])
-        elif cursor is not None:
-            after = sa.tuple_(column, tie)
-            query = query.where(after < cursor if desc else after > cursor)
-        if params.sort == "id":
-            order_by = [column.desc() if desc else column.asc()]
-        else:
-            order_by = [column.desc(), tie.desc()] if desc else [column.asc(), tie.asc()]
-        rows = list(session.execute(query.order_by(*order_by).limit(limit)))
+        statement = _page_statement(params.sort, desc, False, cursor is not None, filters, unindexed)
+        after = {"after_value": cursor[0], "after_id": cursor[1]} if cursor else {}
+        rows = list(conn.execute(statement, {**values, **after, "limit": limit}))
     if params.sort in _NULLABLE_SORTS and len(rows) < limit:
-        query = base.where(column.is_(None))
-        if cursor is not None and cursor[0] is None:
-            query = query.where(_M.id < cursor[1] if desc else _M.id > cursor[1])
-        query = query.order_by(_M.id.desc() if desc else _M.id.asc()).limit(limit - len(rows))
-        rows.extend(session.execute(query))
+        in_tail = cursor is not None and cursor[0] is None
+        statement = _page_statement(params.sort, desc, True, in_tail, filters, unindexed)
+        after = {"after_id": cursor[1]} if in_tail else {}
+        rows.extend(conn.execute(statement, {**values, **after, "limit": limit - len(rows)}))
 
     more = len(rows) > params.size
     rows = rows[: params.size]
@@ -319,7 +376,7 @@ def list_models(session: Session, params: ModelListParams) -> Page:
     if more:
         last = rows[-1]._mapping
         next_token = encode_token(params.sort, params.order, last[params.sort], last["id"])
-    return Page(rows=[ModelSummary.model_validate(dict(r._mapping)) for r in rows], next=next_token)
+    return Page(rows=_SUMMARIES.validate_python([r._asdict() for r in rows]), next=next_token)
 
 
 def iter_models(session: Session, params: ModelListParams, max_rows: int | None = None) -> Iterator[ModelSummary]:

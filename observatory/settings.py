@@ -88,7 +88,9 @@ class Settings(BaseSettings):
     crawl_retry_base_s: float = 600.0  # first retry delay of a transient failure; doubles per attempt
     crawl_retry_max_s: float = 86_400.0
     crawl_max_attempts: int = 8  # then a transient failure is given up (reason kept)
-    crawl_lease_ttl_s: float = 300.0  # a crawl lease not renewed for this long is free again
+    # A crawl lease not renewed for this long is free again. Renewed as results are stored, so it
+    # must outlast the longest wait the Hub can impose (hub_max_wait_s) plus a batch.
+    crawl_lease_ttl_s: float = 900.0
     # Scheduler (observatory/scheduler.py)
     scheduler_enabled: bool = True  # `observatory serve` runs the schedule in-process
     scheduler_lease_ttl_s: float = 60.0  # leadership lapses this long after its holder stops

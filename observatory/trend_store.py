@@ -16,6 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session
@@ -29,11 +30,12 @@ from observatory.trends import (
     SIZE_CLASSES,
     WEIGHTINGS,
     SizeClassStat,
+    TrendColumns,
     TrendPoint,
     TrendRow,
-    group_by_period,
+    day_ordinals,
     period_start,
-    points_from_groups,
+    trend_series,
 )
 
 # Download thresholds whose series are precomputed; other thresholds are computed on demand.
@@ -82,11 +84,18 @@ class RefreshReport:
     seconds: float
 
 
-def _trend_rows_query(population: Population) -> sa.Select:
-    m, g = HubModel.__table__.c, GeometryRow.__table__.c
+_M, _G = HubModel.__table__.c, GeometryRow.__table__.c
+_ROW_COLUMNS = (_M.id, _M.author, _G.model_type, _M.created_at, _G.attention_kind, _G.is_hybrid, _G.group_size,
+                _G.kv_bytes_per_token_bf16, _M.num_parameters, _M.downloads)  # TrendRow's fields, in order
+# date(): "YYYY-MM-DD" text from SQLite, a date from PostgreSQL
+_COLUMN_COLUMNS = (sa.func.date(_M.created_at), _G.attention_kind, _G.is_hybrid, _G.group_size,
+                   _G.kv_bytes_per_token_bf16, _M.num_parameters, _M.downloads)
+
+
+def _trend_rows_query(population: Population, columns=_ROW_COLUMNS) -> sa.Select:
+    m, g = _M, _G
     query = (
-        sa.select(m.id, m.author, g.model_type, m.created_at, g.attention_kind, g.is_hybrid,
-                  g.group_size, g.kv_bytes_per_token_bf16, m.num_parameters, m.downloads)
+        sa.select(*columns)
         .select_from(HubModel.__table__)
         .join(GeometryRow.__table__, g.revision_id == m.current_revision_id)
         .where(m.created_at.is_not(None))
@@ -104,6 +113,18 @@ def load_trend_rows(conn: Connection | Session, population: Population = Populat
     """The population's models with their current geometry, as plain rows."""
     result = conn.execute(_trend_rows_query(population))
     return [TrendRow(*row) for row in result]
+
+
+def load_trend_columns(conn: Connection | Session, population: Population = Population()) -> TrendColumns:
+    """The population's dated models as columns, read without building a Python object per
+    model (the refresh reads every model)."""
+    rows = conn.execute(_trend_rows_query(population, _COLUMN_COLUMNS)).all()
+    if not rows:
+        return TrendColumns.from_values(days=[], kinds=[], hybrids=[], group_sizes=[], kv=[], num_parameters=[],
+                                        downloads=[])
+    days, kinds, hybrids, group_sizes, kv, params, downloads = zip(*rows)
+    return TrendColumns.from_values(days=day_ordinals(days), kinds=kinds, hybrids=hybrids, group_sizes=group_sizes, kv=kv,
+                                    num_parameters=params, downloads=downloads)
 
 
 def _to_record(point: TrendPoint, population_key: str, computed_at: datetime) -> dict:
@@ -139,22 +160,20 @@ def refresh_trends(engine: Engine) -> RefreshReport:
     started = time.perf_counter()
     computed_at = utcnow()  # taken before reading, so a write during the refresh marks it stale
     with engine.connect() as conn:
-        rows = load_trend_rows(conn)
+        columns = load_trend_columns(conn)
     records = []
     for threshold in STANDARD_THRESHOLDS:
         population = Population(min_downloads=threshold)
-        subset = rows if not threshold else [r for r in rows if r.downloads >= threshold]
+        subset = columns if not threshold else columns.take(np.flatnonzero(columns.downloads >= threshold))
         for period in PERIODS:
-            groups = group_by_period(subset, period)
-            for weighting in WEIGHTINGS:
-                records.extend(_to_record(p, population.key, computed_at)
-                               for p in points_from_groups(groups, period, weighting))
+            for points in trend_series(subset, period, WEIGHTINGS).values():
+                records.extend(_to_record(p, population.key, computed_at) for p in points)
     table = TrendPointRow.__table__
     with session_scope(engine) as session:
         session.execute(sa.delete(table))
         if records:
             session.execute(sa.insert(table), records)
-    return RefreshReport(models=len(rows), points=len(records), seconds=time.perf_counter() - started)
+    return RefreshReport(models=len(columns), points=len(records), seconds=time.perf_counter() - started)
 
 
 def trends_stale(engine: Engine) -> bool:
@@ -200,7 +219,7 @@ def read_trends(
         if stored is not None:
             computed_at, points = stored
             return TrendSeries(population, period, weighting, True, computed_at, _between(points, period, since, until))
-    points = points_from_groups(group_by_period(load_trend_rows(session, population), period), period, weighting)
+    points = trend_series(load_trend_columns(session, population), period, (weighting,))[weighting]
     return TrendSeries(population, period, weighting, False, None, _between(points, period, since, until))
 
 

@@ -36,13 +36,13 @@ Definitions (the methodology page quotes these):
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta
+
+import numpy as np
 
 PERIODS = ("month", "week", "quarter")
 WEIGHTINGS = ("count", "downloads")
@@ -133,75 +133,152 @@ def next_period(start: date, period: str) -> date:
     return date(start.year + month0 // 12, month0 % 12 + 1, 1)
 
 
-def weighted_quantiles(pairs: Sequence[tuple[float, float]], qs: Sequence[float]) -> list[float | None]:
-    """Weighted quantiles of (value, weight) pairs (see the module docstring); ``None`` when the
+def _quantiles(values: np.ndarray, weights: np.ndarray, qs: Sequence[float]) -> list[float | None]:
+    """Weighted quantiles (see the module docstring) of parallel arrays; ``None`` when the
     weights sum to 0."""
-    items = sorted((v, w) for v, w in pairs if w > 0)
-    if not items:
+    keep = weights > 0
+    if not keep.any():
         return [None for _ in qs]
-    cumulative = list(itertools.accumulate(w for _, w in items))
-    total = cumulative[-1]
+    values, weights = values[keep], weights[keep]
+    order = np.argsort(values, kind="stable")
+    values, cumulative = values[order], np.cumsum(weights[order])
+    total, last = cumulative[-1], len(values) - 1
     out: list[float | None] = []
     for q in qs:
         target = q * total
-        k = bisect.bisect_left(cumulative, target)
-        k = min(k, len(items) - 1)
+        k = min(int(np.searchsorted(cumulative, target, side="left")), last)
         if k > 0 and math.isclose(cumulative[k - 1], target, rel_tol=1e-12):
             k -= 1  # float round-off put the boundary one step late
-        if math.isclose(cumulative[k], target, rel_tol=1e-12) and k + 1 < len(items):
-            out.append((items[k][0] + items[k + 1][0]) / 2)
+        if math.isclose(cumulative[k], target, rel_tol=1e-12) and k < last:
+            out.append(float(values[k] + values[k + 1]) / 2)
         else:
-            out.append(float(items[k][0]))
+            out.append(float(values[k]))
     return out
 
 
+def weighted_quantiles(pairs: Sequence[tuple[float, float]], qs: Sequence[float]) -> list[float | None]:
+    """Weighted quantiles of (value, weight) pairs (see the module docstring); ``None`` when the
+    weights sum to 0."""
+    if not pairs:
+        return [None for _ in qs]
+    values, weights = zip(*pairs)
+    return _quantiles(np.asarray(values, dtype=float), np.asarray(weights, dtype=float), qs)
+
+
+@dataclass(frozen=True)
+class TrendColumns:
+    """Dated rows as parallel arrays, the form the aggregation works on (a million models
+    aggregate in seconds). Build with ``from_rows`` or, from a query, ``from_values``."""
+
+    day: np.ndarray  # int64: proleptic ordinal (date.toordinal) of the UTC creation day
+    bucket: np.ndarray  # int64: index into KIND_BUCKETS
+    group_size: np.ndarray  # float64: NaN where the model has no G
+    kv: np.ndarray  # float64: KV bytes per token; NaN where unknown or no per-token cache
+    size: np.ndarray  # int64: index into SIZE_CLASSES
+    downloads: np.ndarray  # float64, >= 0
+
+    def __len__(self) -> int:
+        return len(self.day)
+
+    def take(self, index: np.ndarray) -> TrendColumns:
+        return TrendColumns(*(getattr(self, f.name)[index] for f in fields(self)))
+
+    @classmethod
+    def from_values(cls, *, days: Sequence[int], kinds: Sequence[str], hybrids: Sequence[bool],
+                    group_sizes: Sequence[float | None], kv: Sequence[int | None],
+                    num_parameters: Sequence[int | None], downloads: Sequence[int]) -> TrendColumns:
+        """Columns from per-model values (``days`` as ordinals, every model dated)."""
+        kinds_arr = np.asarray(kinds, dtype=object)
+        bucket = np.full(len(kinds_arr), KIND_BUCKETS.index("none"), dtype=np.int64)
+        for i, name in enumerate(KIND_BUCKETS[:4]):  # MHA, MQA, GQA, MLA
+            bucket[kinds_arr == name] = i
+        bucket[np.asarray(hybrids, dtype=bool) & (kinds_arr != "none")] = KIND_BUCKETS.index("hybrid")
+        params = np.asarray([np.nan if p is None else p for p in num_parameters], dtype=float)
+        size = np.digitize(params, [bound for bound, _ in _SIZE_BOUNDS]).astype(np.int64)
+        size[~(params > 0)] = SIZE_CLASSES.index("unknown")  # NaN, 0 or negative
+        kv_arr = np.asarray([np.nan if v is None else v for v in kv], dtype=float)
+        kv_arr[kv_arr <= 0] = np.nan
+        return cls(
+            day=np.asarray(days, dtype=np.int64).reshape(-1), bucket=bucket,
+            group_size=np.asarray([np.nan if g is None else g for g in group_sizes], dtype=float).reshape(-1),
+            kv=kv_arr.reshape(-1), size=size.reshape(-1),
+            downloads=np.clip(np.asarray(downloads, dtype=float), 0, None).reshape(-1),
+        )
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[TrendRow]) -> TrendColumns:
+        """Columns of the rows that have a creation date (the others belong to no period)."""
+        dated = [r for r in rows if r.created_at is not None]
+        return cls.from_values(
+            days=[_day(r.created_at).toordinal() for r in dated], kinds=[r.attention_kind for r in dated],
+            hybrids=[r.is_hybrid for r in dated], group_sizes=[r.group_size for r in dated],
+            kv=[r.kv_bytes_per_token for r in dated], num_parameters=[r.num_parameters for r in dated],
+            downloads=[r.downloads for r in dated],
+        )
+
+
+def _day(when: datetime | date) -> date:
+    return when.date() if isinstance(when, datetime) else when
+
+
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+
+
+def day_ordinals(days: Sequence[str | date]) -> np.ndarray:
+    """Day ordinals (``date.toordinal``) of ISO ``YYYY-MM-DD`` strings or dates/datetimes."""
+    if len(days) and isinstance(days[0], str):
+        return np.array(days, dtype="datetime64[D]").astype(np.int64) + _EPOCH_ORDINAL
+    return np.asarray([_day(d).toordinal() for d in days], dtype=np.int64)
+
+
+def _period_codes(days: np.ndarray, period: str) -> np.ndarray:
+    """Consecutive integers per period: weeks since 0001-01-01 (a Monday), months or quarters since 1970."""
+    if period == "week":
+        return (days - 1) // 7
+    months = (days - _EPOCH_ORDINAL).astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
+    return months if period == "month" else months // 3
+
+
+def _code_start(code: int, period: str) -> date:
+    if period == "week":
+        return date.fromordinal(code * 7 + 1)
+    month0 = code if period == "month" else code * 3
+    return date(1970 + month0 // 12, month0 % 12 + 1, 1)
+
+
 def _ratio(part: float, whole: float) -> float | None:
-    return part / whole if whole > 0 else None
+    return float(part / whole) if whole > 0 else None
 
 
-def _aggregate(period: str, start: date, weighting: str, rows: Sequence[TrendRow]) -> TrendPoint:
-    by_downloads = weighting == "downloads"
-    kind_weight: dict[str, float] = dict.fromkeys(KIND_BUCKETS, 0.0)
-    g_pairs: list[tuple[float, float]] = []
-    kv_pairs: list[tuple[float, float]] = []
-    kv_by_class: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    class_counts: dict[str, int] = dict.fromkeys(SIZE_CLASSES, 0)
-    total = 0.0
-    g_over = 0.0
-    for row in rows:
-        w = float(max(row.downloads, 0)) if by_downloads else 1.0
-        total += w
-        kind_weight[kind_bucket(row.attention_kind, row.is_hybrid)] += w
-        if row.group_size is not None:
-            g_pairs.append((row.group_size, w))
-            if row.group_size > G_TIPPING_POINT:
-                g_over += w
-        if row.kv_bytes_per_token:  # None (unknown) or 0 (no per-token cache) stay out
-            kv_pairs.append((row.kv_bytes_per_token, w))
-            cls = size_class(row.num_parameters)
-            kv_by_class[cls].append((row.kv_bytes_per_token, w))
-            class_counts[cls] += 1
-    g_p25, g_median, g_p75 = weighted_quantiles(g_pairs, (0.25, 0.5, 0.75))
-    (kv_median,) = weighted_quantiles(kv_pairs, (0.5,))
-    g_weight = sum(w for _, w in g_pairs)
+def _aggregate(cols: TrendColumns, period: str, start: date, weighting: str) -> TrendPoint:
+    w = cols.downloads if weighting == "downloads" else np.ones(len(cols))
+    total = float(w.sum())
+    kind_weight = np.bincount(cols.bucket, weights=w, minlength=len(KIND_BUCKETS))
+    has_g = ~np.isnan(cols.group_size)
+    g, g_w = cols.group_size[has_g], w[has_g]
+    g_p25, g_median, g_p75 = _quantiles(g, g_w, (0.25, 0.5, 0.75))
+    has_kv = ~np.isnan(cols.kv)
+    kv, kv_w, kv_size = cols.kv[has_kv], w[has_kv], cols.size[has_kv]
+    (kv_median,) = _quantiles(kv, kv_w, (0.5,))
+    by_size = {}
+    for i, cls in enumerate(SIZE_CLASSES):
+        in_class = kv_size == i
+        by_size[cls] = SizeClassStat(int(in_class.sum()), _quantiles(kv[in_class], kv_w[in_class], (0.5,))[0])
     return TrendPoint(
         period=period,
         period_start=start,
         weighting=weighting,
-        count=len(rows),
+        count=len(cols),
         weight_total=total,
-        shares={kind: _ratio(kind_weight[kind], total) for kind in KIND_BUCKETS},
-        g_count=len(g_pairs),
+        shares={kind: _ratio(kind_weight[i], total) for i, kind in enumerate(KIND_BUCKETS)},
+        g_count=len(g),
         g_p25=g_p25,
         g_median=g_median,
         g_p75=g_p75,
-        share_g_over_16=_ratio(g_over, g_weight),
-        kv_count=len(kv_pairs),
+        share_g_over_16=_ratio(g_w[g > G_TIPPING_POINT].sum(), g_w.sum()),
+        kv_count=len(kv),
         kv_median=kv_median,
-        kv_by_size={
-            cls: SizeClassStat(class_counts[cls], weighted_quantiles(kv_by_class[cls], (0.5,))[0])
-            for cls in SIZE_CLASSES
-        },
+        kv_by_size=by_size,
     )
 
 
@@ -214,10 +291,39 @@ def _empty(period: str, start: date, weighting: str) -> TrendPoint:
     )
 
 
-def group_by_period(rows: Iterable[TrendRow], period: str) -> dict[date, list[TrendRow]]:
-    """Rows keyed by the start of their period (rows without ``created_at`` dropped)."""
+def _check(period: str, weightings: Iterable[str]) -> None:
     if period not in PERIODS:
         raise ValueError(f"unknown period {period!r}; expected one of {', '.join(PERIODS)}")
+    for weighting in weightings:
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"unknown weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
+
+
+def trend_series(cols: TrendColumns, period: str, weightings: Sequence[str] = WEIGHTINGS) -> dict[str, list[TrendPoint]]:
+    """For each weighting, one point per period from the first to the last, empty periods included."""
+    _check(period, weightings)
+    out: dict[str, list[TrendPoint]] = {weighting: [] for weighting in weightings}
+    if not len(cols):
+        return out
+    codes = _period_codes(cols.day, period)
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    bounds = [*np.flatnonzero(np.diff(ordered)) + 1, len(ordered)]
+    groups, first = {}, 0
+    for end in bounds:
+        groups[int(ordered[first])] = cols.take(order[first:end])
+        first = end
+    for code in range(int(ordered[0]), int(ordered[-1]) + 1):
+        start, group = _code_start(code, period), groups.get(code)
+        for weighting in weightings:
+            out[weighting].append(_aggregate(group, period, start, weighting) if group is not None
+                                  else _empty(period, start, weighting))
+    return out
+
+
+def group_by_period(rows: Iterable[TrendRow], period: str) -> dict[date, list[TrendRow]]:
+    """Rows keyed by the start of their period (rows without ``created_at`` dropped)."""
+    _check(period, ())
     groups: dict[date, list[TrendRow]] = defaultdict(list)
     for row in rows:
         if row.created_at is not None:
@@ -226,20 +332,11 @@ def group_by_period(rows: Iterable[TrendRow], period: str) -> dict[date, list[Tr
 
 
 def points_from_groups(groups: dict[date, list[TrendRow]], period: str, weighting: str) -> list[TrendPoint]:
-    """One point per period from the first to the last group, empty periods included."""
-    if weighting not in WEIGHTINGS:
-        raise ValueError(f"unknown weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
-    if not groups:
-        return []
-    points = []
-    start, last = min(groups), max(groups)
-    while start <= last:
-        rows = groups.get(start)
-        points.append(_aggregate(period, start, weighting, rows) if rows else _empty(period, start, weighting))
-        start = next_period(start, period)
-    return points
+    """The points of rows already grouped by ``group_by_period`` (same as ``compute_trend_points``)."""
+    return compute_trend_points([row for rows in groups.values() for row in rows], period, weighting)
 
 
 def compute_trend_points(rows: Iterable[TrendRow], period: str = "month", weighting: str = "count") -> list[TrendPoint]:
     """The trend series of ``rows``: one ``TrendPoint`` per period, oldest first."""
-    return points_from_groups(group_by_period(rows, period), period, weighting)
+    _check(period, (weighting,))
+    return trend_series(TrendColumns.from_rows(rows), period, (weighting,))[weighting]

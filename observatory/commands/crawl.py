@@ -62,6 +62,8 @@ def crawl(scope_name, since, max_models, pipeline_tags, any_pipeline, libraries,
     Prints a summary (seen, new, changed, skipped, failed by reason, requests, duration); every
     run is stored and shown by --list. A first run reads back --since (default: the
     crawl_first_run_days setting) or --max-models models; later runs stop at the mark.
+    Exit status 3: the run stopped early (the Hub asked for a long wait); what was fetched is
+    stored and the next run resumes.
     """
     from observatory.crawler.health import open_failures, recent_runs, run_to_dict
     from observatory.db import get_engine, session_scope, upgrade

@@ -57,6 +57,9 @@ class LeaseLost(RuntimeError):
 class Stopped(RuntimeError):
     """Asked to stop (the scheduler is shutting down): what was fetched is stored, marks stay."""
 
+    def __init__(self, message: str = "stopped on request (shutting down)") -> None:
+        super().__init__(message)
+
 
 Progress = Callable[[dict], None]
 
@@ -84,7 +87,7 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
         job = _Crawl(engine, settings, scope, run.id, holder, progress, should_stop)
         status, error = "ok", None
         started = time.monotonic()
-        with hub_session.counting() as counter:
+        with hub_session.counting() as counter, hub_session.cancellable(job.should_stop):
             try:
                 if retry:
                     job.retry_pass()
@@ -92,6 +95,8 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
                 job.modified_pass()
             except (RateLimited, LeaseLost, Stopped) as exc:
                 status, error = "interrupted", _one_line(exc)
+            except hub_session.Cancelled:
+                status, error = "interrupted", _one_line(Stopped())
             except KeyboardInterrupt:
                 status, error = "interrupted", "interrupted by the user"
                 raise
@@ -261,7 +266,7 @@ class _Crawl:
             self._collect(block=False)
             self._report()
             if self.should_stop():
-                self.stopping = self.stopping or Stopped("stopped on request (shutting down)")
+                self.stopping = self.stopping or Stopped()
 
     def _consider(self, item: Listed, knowledge: store.Known) -> None:
         self.seen += 1
@@ -308,6 +313,9 @@ class _Crawl:
                     work.fetched = future.result()
                 except RateLimited as exc:
                     self.stopping = self.stopping or exc  # not stored: fetched again next run
+                    continue
+                except hub_session.Cancelled:
+                    self.stopping = self.stopping or Stopped()
                     continue
                 except Exception as exc:  # a bug or an unexpected error: keep the model for retry
                     log.exception("fetching %s failed", work.model_id)

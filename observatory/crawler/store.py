@@ -1,7 +1,7 @@
 """The crawler's reads and writes. Configs go through ``observatory.ingest`` (the one write path).
 
 Every write is idempotent on (model, sha): a revision already stored is a no-op in
-``record_config``, a failure row is keyed by model. So a batch written twice (a crash after the
+``record_configs``, a failure row is keyed by model. So a batch written twice (a crash after the
 commit but before anything else noticed) changes nothing, and one lost to a crash before its
 commit is simply fetched again.
 """
@@ -20,7 +20,7 @@ from observatory.crawler.scope import Scope, check_definition
 from observatory.crawler.tables import CrawlFailure, CrawlScope
 from observatory.geometry import ConfigError, parse_config_text
 from observatory.hub.files import Fetched
-from observatory.ingest import record_config, upsert_model
+from observatory.ingest import ConfigItem, record_configs, upsert_models
 from observatory.tables import ConfigRevision, CrawlRun, HubModel
 
 
@@ -86,29 +86,32 @@ def write(session: Session, works: Iterable[Work], *, run_id: int, policy: Retry
     # One query for the batch's failure rows instead of one per model (most models have none).
     open_rows = {f.model_id: f for f in session.exec(
         select(CrawlFailure).where(col(CrawlFailure.model_id).in_([w.model_id[:200] for w in works])))}
+    valid = [w for w in works if w.fetched is not None and w.fetched.reason != "invalid_id"]
+    # The listing's sha becomes the model's only once its config is stored, so a failed
+    # fetch is retried against the sha it failed on.
+    upsert_models(session, {
+        w.model_id: {**w.fields, **({"sha": w.sha} if w.fetched.ok else {})} for w in valid
+    })
+    fetched_ok = [w for w in valid if w.fetched.ok]
+    recorded = dict(zip(
+        (id(w) for w in fetched_ok),
+        record_configs(session, [ConfigItem(w.model_id, w.fetched.text, w.sha, fetched_at=now) for w in fetched_ok]),
+    ))
     labels = []
     for work in works:
         fetched = work.fetched
         assert fetched is not None
-        if fetched.reason == "invalid_id":
+        result = recorded.get(id(work))
+        if result is None:  # not fetched: an invalid id or an HTTP failure
             _record_failure(session, open_rows, work, fetched, run_id=run_id, policy=policy, now=now)
             labels.append(fetched.reason)
-            continue
-        model = upsert_model(session, work.model_id, **work.fields)
-        if not fetched.ok:
-            _record_failure(session, open_rows, work, fetched, run_id=run_id, policy=policy, now=now)
-            labels.append(fetched.reason)
-            continue
-        revision, _created = record_config(session, work.model_id, fetched.text, work.sha, fetched_at=now)
-        if model.current_revision_id == revision.id:
-            model.sha = work.sha
-        if revision.parse_status == "error":
-            failure = Fetched(reason=parse_failure_reason(revision.raw_text), detail=revision.parse_error)
+        elif result.parse_status == "error":
+            failure = Fetched(reason=parse_failure_reason(fetched.text), detail=result.parse_error)
             _record_failure(session, open_rows, work, failure, run_id=run_id, policy=policy, now=now)
             labels.append(failure.reason)
-            continue
-        _resolve_failure(open_rows.get(work.model_id), now)
-        labels.append("changed" if work.had_revision else "new")
+        else:
+            _resolve_failure(open_rows.get(work.model_id), now)
+            labels.append("changed" if work.had_revision else "new")
     session.flush()
     return labels
 

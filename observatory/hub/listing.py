@@ -49,8 +49,10 @@ class Listed:
         return None if self.files is None else "config.json" in self.files
 
     def model_fields(self) -> dict:
-        """The HubModel columns this entry sets."""
+        """The HubModel columns this entry sets; "hub" marks the row as crawled (crawled data wins
+        over the bundled snapshot, which then leaves the row's fields alone)."""
         return {
+            "source": "hub",
             "created_at": self.created_at,
             "last_modified": self.last_modified,
             "downloads": self.downloads,

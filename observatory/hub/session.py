@@ -8,7 +8,10 @@ huggingface_hub's own request hook (offline mode, request ids) and adds three of
   ``hub_timeout_s`` on every request that carries no timeout of its own;
 - a rate-limit gate: a request waits while its bucket is paused (``RateGate``), and any response
   that says the window is spent pauses the bucket for every thread;
-- request counters by kind, so a crawl can report what it cost.
+- request counters by kind, so a crawl can report what it cost;
+- cancellation: inside ``cancellable(should_stop)``, once ``should_stop()`` says so, every further
+  request raises ``Cancelled`` at once instead of being sent (``list_models`` retries a dead Hub
+  for ~23 s; a shutting-down scheduler should not wait for that).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import httpx2
@@ -51,7 +54,12 @@ class RequestCounter:
             return sum(self._counts.values())
 
 
+class Cancelled(Exception):
+    """A Hub request was not sent because the caller asked to stop."""
+
+
 _current: contextvars.ContextVar[RequestCounter | None] = contextvars.ContextVar("hub_counter", default=None)
+_cancel: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar("hub_cancel", default=None)
 _installed: tuple | None = None
 _install_lock = threading.Lock()
 
@@ -65,6 +73,16 @@ def counting() -> Iterator[RequestCounter]:
         yield counter
     finally:
         _current.reset(token)
+
+
+@contextmanager
+def cancellable(should_stop: Callable[[], bool]) -> Iterator[None]:
+    """Requests made in this context (and threads started with it) stop once ``should_stop()``."""
+    token = _cancel.set(should_stop)
+    try:
+        yield
+    finally:
+        _cancel.reset(token)
 
 
 def request_kind(path: str) -> str:
@@ -93,6 +111,9 @@ def configure(settings: Settings) -> None:
                 request.extensions["timeout"] = timeout.as_dict()
 
         def wait_and_count(request: httpx2.Request) -> None:
+            should_stop = _cancel.get()
+            if should_stop is not None and should_stop():
+                raise Cancelled(f"not sent: stopping ({request.method} {request.url.path})")
             GATE.wait(bucket_of(request.url.path), max_wait)
             counter = _current.get()
             if counter is not None:

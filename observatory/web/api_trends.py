@@ -7,6 +7,8 @@ for the request.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from datetime import date, datetime
 from typing import Annotated, Literal
 
@@ -17,7 +19,7 @@ from pydantic import BaseModel, Field, model_validator
 from observatory.queries import IsoDate
 from observatory.trend_store import STANDARD_THRESHOLDS, Population, read_trends
 from observatory.trends import G_TIPPING_POINT, KIND_BUCKETS, SIZE_CLASSES
-from observatory.web.api_common import CSV_RESPONSE, model_response
+from observatory.web.api_common import CSV_RESPONSE
 from observatory.web.deps import ReadSessionDep
 from observatory.web.errors import ERROR_RESPONSES
 from observatory.web.pages import TREND_CSV_COLUMNS, csv_response, jsonable, point_record, trend_csv_row
@@ -93,6 +95,35 @@ def _csv(series, params: TrendParams) -> Response:
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
+# Precomputed series change only when a refresh rewrites them (new computed_at), so their JSON
+# is kept per (query, computed_at): a repeated trend request costs one indexed probe.
+_JSON_CACHE: OrderedDict[tuple, bytes] = OrderedDict()
+_JSON_CACHE_SIZE = 128
+_json_lock = threading.Lock()
+
+
+def _trends_json(series, params: TrendParams, store: str) -> bytes:
+    key = (store, params.model_dump_json(), series.computed_at)
+    if series.computed_at is not None:
+        with _json_lock:
+            if key in _JSON_CACHE:
+                _JSON_CACHE.move_to_end(key)
+                return _JSON_CACHE[key]
+    p = series.population
+    body = TrendsResponse(
+        period=series.period, weighting=series.weighting,
+        population=PopulationOut(key=p.key, min_downloads=p.min_downloads, author=p.author, model_type=p.model_type),
+        precomputed=series.precomputed, computed_at=series.computed_at,
+        points=[TrendPointOut.model_validate(pt, from_attributes=True) for pt in series.points],
+    ).model_dump_json().encode()
+    if series.computed_at is not None:
+        with _json_lock:
+            _JSON_CACHE[key] = body
+            while len(_JSON_CACHE) > _JSON_CACHE_SIZE:
+                _JSON_CACHE.popitem(last=False)
+    return body
+
+
 @router.get("/trends", response_model=TrendsResponse, responses=CSV_RESPONSE, summary="A trend series")
 def trends(session: ReadSessionDep, params: Annotated[TrendParams, Query()],
            format: Annotated[Literal["json", "csv"], Query(description="csv: one row per period")] = "json"):
@@ -102,13 +133,7 @@ def trends(session: ReadSessionDep, params: Annotated[TrendParams, Query()],
     series = _series(session, params)
     if format == "csv":
         return _csv(series, params)
-    p = series.population
-    return model_response(TrendsResponse(
-        period=series.period, weighting=series.weighting,
-        population=PopulationOut(key=p.key, min_downloads=p.min_downloads, author=p.author, model_type=p.model_type),
-        precomputed=series.precomputed, computed_at=series.computed_at,
-        points=[TrendPointOut.model_validate(pt, from_attributes=True) for pt in series.points],
-    ))
+    return Response(_trends_json(series, params, str(session.get_bind().url)), media_type="application/json")
 
 
 @router.get("/trends.csv", response_class=Response, response_model=None, responses=CSV_RESPONSE,

@@ -221,3 +221,22 @@ def test_stats_refresh_updates_popular_models_downloads_and_likes(engine, hub, h
         assert (stored.downloads, stored.likes) == (1_000_000 - rank, 500 + rank)
         assert stored.stats_refreshed_at is not None
     assert model(engine, ids[6]).stats_refreshed_at is None
+
+
+
+def test_crawling_a_snapshot_model_makes_the_hub_data_win(engine, hub, hub_settings):
+    from observatory.snapshot import load_entries, load_snapshot
+
+    load_snapshot(engine)
+    entry = next(e for e in load_entries() if e.provenance == "verbatim")
+    hub.add_repo(entry.id, {**LLAMA, "num_key_value_heads": 2})
+
+    crawl(engine, hub_settings, since=LONG_AGO)
+    again = load_snapshot(engine)
+
+    crawled = model(engine, entry.id)
+    assert crawled.source == "hub" and crawled.created_at == hub.repos[entry.id].created_at
+    revs = sorted(revisions_by_model(engine)[entry.id], key=lambda r: r.id)
+    assert [r.sha for r in revs] == [entry.sha, hub.repos[entry.id].sha]  # the snapshot's kept as history
+    assert crawled.current_revision_id == revs[1].id  # and a reload does not put it back in front
+    assert again["crawled_models_kept"] >= 1

@@ -181,3 +181,18 @@ def test_shutdown_stops_a_running_crawl_early_and_keeps_what_it_fetched(engine, 
     hub.faults.clear()
     crawl(engine, config)
     assert_stored_exactly_once(engine, hub, ids)
+
+
+def test_shutdown_does_not_wait_out_the_clients_retries_on_a_dead_hub(engine, settings):
+    dead = settings.model_copy(update={"hf_endpoint": "http://127.0.0.1:9", "hub_timeout_s": 1.0})
+    handle = SchedulerHandle(engine, dead, [JobSpec("crawl", "observatory.crawler.run:scheduled_crawl",
+                                                    lambda s: 60, first_delay_s=0)]).start()
+    try:
+        _wait_for(lambda: [r.status for r in runs(engine)] == ["running"], timeout=10)
+        time.sleep(0.3)  # inside list_models' retry loop (connection refused, backing off 1, 2, 4... s)
+    finally:
+        started = time.monotonic()
+        handle.shutdown(wait=True)
+    assert time.monotonic() - started < 5  # not the ~23 s the client would spend retrying
+    [run] = runs(engine)
+    assert run.status == "interrupted" and run.error.startswith("Stopped")

@@ -108,3 +108,15 @@ def test_permanent_failures_wait_for_a_new_commit_and_a_new_commit_starts_over()
     capped = next_state(previous_attempts=3, same_sha=True, transient=True,
                         now=T, policy=RetryPolicy(base_s=60, max_s=100, max_attempts=10))
     assert capped.next_attempt_at == T + timedelta(seconds=100)
+
+
+def test_a_lease_holder_is_dead_only_if_it_ran_here_and_its_process_is_gone():
+    import os
+
+    from observatory.lease import _HOST, holder_is_dead, new_holder
+
+    assert not holder_is_dead(new_holder())  # this very process
+    assert not holder_is_dead(f"{_HOST}:{os.getppid()}:abc")  # alive
+    assert holder_is_dead(f"{_HOST}:999999999:abc")  # no such pid
+    assert not holder_is_dead("another-host:999999999:abc")  # cannot tell: wait for the TTL
+    assert not holder_is_dead("garbage")

@@ -208,3 +208,30 @@ def test_order_of_rows_does_not_matter():
 def test_no_rows_no_points():
     assert compute_trend_points([], "month", "count") == []
     assert compute_trend_points([row("o/u", None)], "month", "count") == []
+
+
+def test_columns_from_query_values_match_columns_from_rows():
+    from observatory.trends import TrendColumns, day_ordinals
+
+    dated = [r for r in ROWS if r.created_at is not None]
+    from_rows = TrendColumns.from_rows(ROWS)
+    from_values = TrendColumns.from_values(
+        days=day_ordinals([r.created_at.date().isoformat() for r in dated]),  # as SQLite's date() gives them
+        kinds=[r.attention_kind for r in dated], hybrids=[r.is_hybrid for r in dated],
+        group_sizes=[r.group_size for r in dated], kv=[r.kv_bytes_per_token for r in dated],
+        num_parameters=[r.num_parameters for r in dated], downloads=[r.downloads for r in dated])
+    for name in ("day", "bucket", "size", "downloads"):
+        assert getattr(from_rows, name).tolist() == getattr(from_values, name).tolist()
+    assert from_rows.bucket.tolist() == [KIND_BUCKETS.index(b) for b in ("GQA", "GQA", "MHA", "hybrid", "MLA", "none", "GQA")]
+    assert from_rows.size.tolist() == [SIZE_CLASSES.index(c) for c in
+                                       ("3-15B", "15-80B", "<3B", "unknown", ">80B", "<3B", "15-80B")]
+    assert day_ordinals([date(2025, 1, 3)]).tolist() == day_ordinals(["2025-01-03"]).tolist() == \
+        [date(2025, 1, 3).toordinal()]
+
+
+def test_both_weightings_at_once_equal_one_at_a_time():
+    from observatory.trends import TrendColumns, trend_series
+
+    both = trend_series(TrendColumns.from_rows(ROWS), "week")
+    assert both["count"] == compute_trend_points(ROWS, "week", "count")
+    assert both["downloads"] == compute_trend_points(ROWS, "week", "downloads")
