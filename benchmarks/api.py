@@ -182,7 +182,8 @@ def start_server(db: Path, port: int, workers: int) -> subprocess.Popen:
            "OBSERVATORY_SCHEDULER_ENABLED": "false", "OBSERVATORY_DATA_DIR": str(db.parent)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--factory", "observatory.web.app:create_app", "--host", "127.0.0.1",
-         "--port", str(port), "--workers", str(workers), "--log-level", "warning", "--no-access-log"],
+         "--port", str(port), "--workers", str(workers), "--log-level", "warning", "--no-access-log",
+         "--http", "observatory.web.tcp:NoDelayH11Protocol"],  # see observatory/web/tcp.py
         cwd=ROOT, env=env)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -294,9 +295,8 @@ def main() -> None:
     ap.add_argument("--models", type=int, default=1_000_000)
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--requests", type=int, default=400, help="requests per API question")
-    # With uvicorn 0.54 and --workers >= 2 every response arrived ~40 ms late here (a
-    # Nagle/delayed-ACK stall), so one worker is the default.
-    ap.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                    help="uvicorn worker processes (default: one per CPU; the plain-SQL threads use every CPU too)")
     ap.add_argument("--aggregate-runs", type=int, default=8, help="runs of the plain aggregate (slow)")
     ap.add_argument("--keep", type=Path, help="store path to reuse/keep (built if missing)")
     args = ap.parse_args()

@@ -1,7 +1,7 @@
 """Decode-attention comparison table: the bundled kernel against its peers on this machine.
 
-For each model shape and context it prints our time, each peer's time and how many times slower
-it is than ours, the K/V bytes our kernel read per second, and that rate as a share of the
+For each model shape and context it prints our time, each peer's time in ms and (in brackets) how
+many times slower it is than ours, the K/V bytes our kernel read per second, and that rate as a share of the
 machine's copy bandwidth (bytes read + written per second by a large copy, timed in the same
 interleaved rounds). Shapes are one attention layer of each model, batch 1 by default.
 
@@ -9,10 +9,9 @@ interleaved rounds). Shapes are one attention layer of each model, batch 1 by de
     python benchmarks/decode_attention.py --contexts 32768 --models llama-3-8b   # the floor row
     python benchmarks/decode_attention.py --device cuda --dtype bf16 --batches 1 8   # a GPU
 
-Peers: SDPA enable_gqa on strided views of the same cache ("sdpa_gqa"), SDPA enable_gqa on a
-contiguous (b, K, L, d) copy, the Hugging Face layout ("sdpa_gqa_bkld", prepared outside the
-timing), transformers' repeat_kv + SDPA ("repeat_kv_sdpa"), and flash_attn / flashinfer where
-installed.
+Peers (kernels/peers.py): SDPA enable_gqa and transformers' repeat_kv + SDPA on (b, K, L, d) views
+of the same cache ("sdpa_gqa", "repeat_kv_sdpa"), the same two on a contiguous copy in the Hugging
+Face layout made outside the timing ("..._bkld"), and flash_attn / flashinfer where installed.
 """
 
 from __future__ import annotations
@@ -83,12 +82,12 @@ def main(argv=None) -> int:
     return 0
 
 
-PEER_COLUMNS = ("sdpa_gqa", "sdpa_gqa_bkld", "repeat_kv_sdpa", "flash_attn", "flashinfer")
+PEER_COLUMNS = ("sdpa_gqa", "repeat_kv_sdpa", "sdpa_gqa_bkld", "repeat_kv_sdpa_bkld", "flash_attn", "flashinfer")
+ALWAYS = 4  # the PyTorch peers; the others only where installed
 
 
 def header(case) -> str:
-    peers = "".join(f" {p + ' ms (x)':>24}" for p in PEER_COLUMNS if p in case.peers or p in case.peer_errors
-                    or p in PEER_COLUMNS[:3])
+    peers = "".join(f" {p:>20}" for p in PEER_COLUMNS if p in case.peers or p in PEER_COLUMNS[:ALWAYS])
     return (f"{'model':<16} {'H':>3} {'K':>3} {'G':>3} {'d':>4} {'b':>3} {'L':>7} {'ours ms':>9} {'GB/s':>6} "
             f"{'%copy':>6} {'copy GB/s':>9} {'roof ms':>8}{peers}")
 
@@ -99,9 +98,9 @@ def text_row(name, case) -> str:
     for peer in PEER_COLUMNS:
         if peer in case.peers:
             t = case.peers[peer].median_s
-            cells.append(f" {f'{t * 1e3:.2f} ({t / case.ours.median_s:.1f}x)':>24}")
-        elif peer in PEER_COLUMNS[:3]:
-            cells.append(f" {'-':>24}")
+            cells.append(f" {f'{t * 1e3:.2f} ({t / case.ours.median_s:.1f}x)':>20}")
+        elif peer in PEER_COLUMNS[:ALWAYS]:
+            cells.append(f" {'-':>20}")
     return (f"{name:<16} {s.num_heads:>3} {s.num_kv_heads:>3} {s.group_size:>3} {s.head_dim:>4} {s.batch:>3} "
             f"{s.context:>7} {case.ours.median_s * 1e3:>9.3f} {case.bytes_per_s / 1e9:>6.1f} "
             f"{case.fraction_of_ceiling:>6.0%} {case.ceiling_bytes_per_s / 1e9:>9.1f} "

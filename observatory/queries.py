@@ -1,9 +1,14 @@
 """Read queries shared by the JSON API and the HTML pages.
 
 - ``list_models(session, ModelListParams) -> Page``: the filterable, sortable model list with
-  keyset pagination (Datasette style: an opaque ``next`` token, never an offset).
+  keyset pagination (Datasette style: an opaque ``next`` token, never an offset);
+  ``iter_models`` follows the pages (CSV exports).
 - ``get_model_detail(session, model_id) -> ModelDetail | None``: everything the model page and
-  ``/api/v1/models/{id}`` show.
+  ``/api/v1/models/{id}`` show; ``get_revision`` for a raw config download;
+  ``roofline_summary`` / ``roofline_point`` / ``hardware_info`` for the hardware views.
+
+Sessions that only read should come from ``db.read_only(engine)`` (``deps.ReadSessionDep``):
+they neither wait for nor block a crawl's write transaction.
 
 Every model is listed with its *current* geometry (``hub_model.current_revision_id``); a model
 whose config failed to parse is listed with empty geometry fields. SQL is built from SQLAlchemy
@@ -23,8 +28,8 @@ import binascii
 import json
 import re
 import time as time_module
-from datetime import date, datetime, time, timedelta, timezone
 from collections.abc import Iterator
+from datetime import date, datetime, time, timedelta, timezone
 from functools import lru_cache
 from typing import Annotated, Any, Literal
 
@@ -41,6 +46,8 @@ from observatory.tables import ConfigRevision, GeometryRow, HubModel
 MAX_PAGE_SIZE = 500
 DEFAULT_PAGE_SIZE = 50
 ATTENTION_KINDS = ("MHA", "MQA", "GQA", "MLA", "none")
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
 
 def _iso_day(value: Any) -> Any:
     # pydantic's lax date parsing takes "0" or "1700000000" as Unix times; a query string date
@@ -50,7 +57,6 @@ def _iso_day(value: Any) -> Any:
     return value
 
 
-_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 IsoDate = Annotated[date, BeforeValidator(_iso_day)]
 
 SortKey = Literal["created_at", "downloads", "group_size", "kv_bytes_per_token", "id"]
@@ -79,7 +85,9 @@ class ModelListParams(BaseModel):
     """Filters, sort and page of the model list. Every filter is optional; they combine with AND.
 
     Dates are inclusive UTC days. ``q`` matches anywhere in the repo id, case-insensitively
-    (``%`` and ``_`` are literal). ``kind`` lists attention kinds to keep (any of them).
+    (``%`` and ``_`` are literal; a substring search reads every id, ~0.5 s on a million
+    models). ``kind`` lists attention kinds to keep (any of them). Build it from a query string
+    with ``ModelListParams.model_validate({...})``; a ``ValidationError`` names the bad field.
     """
 
     model_config = ConfigDict(extra="ignore")

@@ -14,7 +14,6 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
-
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -37,6 +36,7 @@ from observatory.web.errors import ERROR_RESPONSES, ApiError
 from observatory.web.pages import csv_response
 
 router = APIRouter(prefix="/api/v1", tags=["models"], responses=ERROR_RESPONSES)
+
 
 class ModelListResponse(BaseModel):
     ok: bool = True
@@ -96,9 +96,10 @@ def models_csv(session: ReadSessionDep, engine: EngineDep, settings: SettingsDep
 def model(session: ReadSessionDep,
           model_id: Annotated[str, Path(description="Hub repo id, e.g. meta-llama/Llama-3.1-8B",
                                         json_schema_extra={"pattern": REPO_ID_PATTERN, "maxLength": 193})]):
-    """Hub facts, current geometry with the provenance of every value, every stored config
-    revision (raw text at ``config_url``), KV cache at 4k/32k/128k tokens with its MHA
-    counterfactual."""
+    """Hub facts, current geometry with the provenance of every value (config key, disclosed
+    or derived), every stored config revision (raw text at ``config_url``), KV cache at
+    4k/32k/128k tokens with its MHA counterfactual, the decode-attention roofline on every
+    catalogued device, and the latest spot-benchmarks. The id is the whole rest of the path."""
     detail = get_model_detail(session, checked_model_id(model_id))
     if detail is None:
         raise ApiError(404, f"no model {model_id!r} in the store")

@@ -134,3 +134,19 @@ def oracle(rows: list[dict], *, kind=(), hybrid=None, g_min=None, g_max=None, au
                     reverse=order == "desc")
     nulls = sorted((r["id"] for r in kept if r[key] is None), reverse=order == "desc")
     return [r["id"] for r in valued] + nulls
+
+
+def built_store(data_dir, *, refresh: bool = False, **settings_fields):
+    """(settings, engine) for a migrated store in ``data_dir`` holding SPECS; trends refreshed
+    when asked. The caller disposes of the engine."""
+    from observatory.db import make_engine, upgrade
+    from observatory.settings import Settings
+    from observatory.trend_store import refresh_trends
+
+    settings = Settings(data_dir=data_dir, autoload_snapshot=False, **settings_fields)
+    upgrade(settings.resolved_database_url)
+    engine = make_engine(settings.resolved_database_url)
+    build(engine)
+    if refresh:
+        refresh_trends(engine)
+    return settings, engine

@@ -6,20 +6,15 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from api_testdata import build, raw_config
+from api_testdata import built_store, raw_config
 from observatory import hardware, kvcache, roofline
-from observatory.db import make_engine, upgrade
 from observatory.geometry import parse_config_text, parse_geometry
-from observatory.settings import Settings
 from observatory.web.app import create_app
 
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
-    settings = Settings(data_dir=tmp_path_factory.mktemp("api-hw"), autoload_snapshot=False)
-    upgrade(settings.resolved_database_url)
-    engine = make_engine(settings.resolved_database_url)
-    build(engine)
+    settings, engine = built_store(tmp_path_factory.mktemp("api-hw"))
     engine.dispose()
     with TestClient(create_app(settings)) as c:
         yield c

@@ -12,10 +12,8 @@ from datetime import date
 import pytest
 from fastapi.testclient import TestClient
 
-from api_testdata import SPECS, Spec, add_model, build, oracle, oracle_rows, raw_config
+from api_testdata import SPECS, Spec, add_model, built_store, oracle, oracle_rows, raw_config
 from observatory import queries
-from observatory.db import make_engine, upgrade
-from observatory.settings import Settings
 from observatory.web.app import create_app
 
 ALL_IDS = {s.id for s in SPECS}
@@ -24,11 +22,7 @@ SORTS = ("created_at", "downloads", "group_size", "kv_bytes_per_token", "id")
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    settings = Settings(data_dir=tmp_path_factory.mktemp("api-models"), autoload_snapshot=False,
-                        api_csv_max_rows=100)
-    upgrade(settings.resolved_database_url)
-    engine = make_engine(settings.resolved_database_url)
-    build(engine)
+    settings, engine = built_store(tmp_path_factory.mktemp("api-models"), api_csv_max_rows=100)
     yield settings, engine
     engine.dispose()
 
@@ -190,10 +184,7 @@ def test_csv_streams_every_page_of_the_same_query(client, rows, path, extra):
 
 
 def test_csv_stops_at_the_row_limit(tmp_path):
-    settings = Settings(data_dir=tmp_path, autoload_snapshot=False, api_csv_max_rows=5)
-    upgrade(settings.resolved_database_url)
-    engine = make_engine(settings.resolved_database_url)
-    build(engine)
+    settings, engine = built_store(tmp_path, api_csv_max_rows=5)
     engine.dispose()
     with TestClient(create_app(settings)) as c:
         r = c.get("/api/v1/models.csv")

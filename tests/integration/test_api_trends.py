@@ -11,21 +11,16 @@ from datetime import date
 import pytest
 from fastapi.testclient import TestClient
 
-from api_testdata import build, oracle_rows
-from observatory.db import make_engine, upgrade
+from api_testdata import built_store, oracle_rows
 from observatory.settings import Settings
-from observatory.trend_store import STANDARD_THRESHOLDS, refresh_trends
+from observatory.trend_store import STANDARD_THRESHOLDS
 from observatory.trends import PERIODS, WEIGHTINGS, TrendRow, compute_trend_points
 from observatory.web.app import create_app
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    settings = Settings(data_dir=tmp_path_factory.mktemp("api-trends"), autoload_snapshot=False)
-    upgrade(settings.resolved_database_url)
-    engine = make_engine(settings.resolved_database_url)
-    build(engine)
-    refresh_trends(engine)
+    settings, engine = built_store(tmp_path_factory.mktemp("api-trends"), refresh=True)
     yield settings, engine
     engine.dispose()
 
@@ -158,10 +153,7 @@ def test_bad_parameters(client, params, message):
 
 
 def test_stale_store_is_refreshed_at_start_up(tmp_path):
-    settings = Settings(data_dir=tmp_path, autoload_snapshot=False)
-    upgrade(settings.resolved_database_url)
-    engine = make_engine(settings.resolved_database_url)
-    build(engine)  # no refresh: the precomputed table is empty
+    settings, engine = built_store(tmp_path)  # no refresh: the precomputed table is empty
     engine.dispose()
     with TestClient(create_app(settings)) as c:
         body = c.get("/api/v1/trends").json()

@@ -32,6 +32,7 @@ SMALL_MHA = {"model_type": "llama", "num_attention_heads": 4, "num_key_value_hea
 SMALL_MLA = {"model_type": "deepseek_v3", "num_attention_heads": 8, "num_key_value_heads": 8, "hidden_size": 512,
              "num_hidden_layers": 2, "kv_lora_rank": 64, "qk_rope_head_dim": 16, "qk_nope_head_dim": 32,
              "v_head_dim": 32, "q_lora_rank": 96}
+PEERS = {"sdpa_gqa", "repeat_kv_sdpa", "sdpa_gqa_bkld", "repeat_kv_sdpa_bkld"}
 FAST = {"copy_bytes": 2**20, "rotate_bytes": 2**20}  # small ceiling copy: these tests check plumbing, not speed
 
 
@@ -57,7 +58,7 @@ def test_results_are_measured_and_stored(engine):
     assert ok.bytes_per_s == pytest.approx(ok.kv_bytes / ok.median_s)
     assert ok.fraction_of_ceiling == pytest.approx(ok.bytes_per_s / ok.ceiling_bytes_per_s)
     assert ok.predicted_s > 0 and ok.prediction_basis == "measured-copy"
-    assert set(ok.peer_times_s) == {"sdpa_gqa", "sdpa_gqa_bkld", "repeat_kv_sdpa"} and not ok.peer_errors
+    assert set(ok.peer_times_s) == PEERS and not ok.peer_errors
     assert ok.speedups["sdpa_gqa"] == pytest.approx(ok.peer_times_s["sdpa_gqa"] / ok.median_s)
     assert ok.software["torch"] == torch.__version__ and ok.device.startswith("cpu: ")
     assert "MLA" in rows[2].reason and rows[2].median_s is None
@@ -67,7 +68,7 @@ def test_results_are_measured_and_stored(engine):
         assert len(stored) == 4
         shown = results_for_model(session, "org/small-gqa")
         assert [r["batch"] for r in shown] == [2, 1]  # newest first
-        assert shown[0]["speedups"].keys() == {"sdpa_gqa", "sdpa_gqa_bkld", "repeat_kv_sdpa"}
+        assert shown[0]["speedups"].keys() == PEERS
         assert len(latest_results(session)) == 4
         assert benchmarked_models(session, local_device().name) == {"org/small-gqa", "org/small-mla"}
 

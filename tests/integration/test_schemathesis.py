@@ -20,21 +20,14 @@ schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, settings  # noqa: E402
 from schemathesis.specs.openapi.checks import positive_data_acceptance  # noqa: E402
 
-from api_testdata import build  # noqa: E402
-from observatory.db import make_engine, upgrade  # noqa: E402
-from observatory.settings import Settings  # noqa: E402
-from observatory.trend_store import refresh_trends  # noqa: E402
+from api_testdata import built_store  # noqa: E402
 from observatory.web.app import create_app  # noqa: E402
 
 MAX_EXAMPLES = 60
 
 
 def _app(tmp_dir: Path):
-    settings = Settings(data_dir=tmp_dir, autoload_snapshot=False, api_csv_max_rows=200)
-    upgrade(settings.resolved_database_url)
-    engine = make_engine(settings.resolved_database_url)
-    build(engine)
-    refresh_trends(engine)
+    settings, engine = built_store(tmp_dir, refresh=True, api_csv_max_rows=200)
     engine.dispose()
     return create_app(settings)
 

@@ -217,7 +217,7 @@ def test_peers_agree_with_the_reference():
     q, k, v, seqlens, _ = make_inputs(Case("peers", 8, 2, 64, (40, 40), spare=0))
     ref, _ = gqa_decode_reference(q, k, v, seqlens)
     peers = available_peers(torch.device("cpu"))
-    assert {p.name for p in peers} >= {"sdpa_gqa", "sdpa_gqa_bkld", "repeat_kv_sdpa"}
+    assert {p.name for p in peers} >= {"sdpa_gqa", "repeat_kv_sdpa", "sdpa_gqa_bkld", "repeat_kv_sdpa_bkld"}
     for peer in peers:
         out = peer.run(peer.prepare(q, k, v, seqlens))
         assert (out.double() - ref).abs().max() / ref.abs().max() < 2e-5, peer.name
