@@ -10,7 +10,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import get_route_path
 
 from observatory.web.rendering import error_page, wants_html
 
@@ -61,6 +63,21 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405 and (methods := allowed_methods(request)):
+            headers = {**(headers or {}), "Allow": ", ".join(methods)}
         if wants_html(request):  # a browser on a page URL gets the error page, same status
-            return error_page(request, exc.status_code, [detail], headers=getattr(exc, "headers", None))
-        return error_response(exc.status_code, [detail], headers=getattr(exc, "headers", None))
+            return error_page(request, exc.status_code, [detail], headers=headers)
+        return error_response(exc.status_code, [detail], headers=headers)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the app serves at this request's path. Starlette's own 405
+    lists only the methods of the first route matching the path, and GET and POST of one path
+    are often two routes (``/api/v1/subscriptions``)."""
+    path = get_route_path(request.scope)
+    methods: set[str] = set()
+    for route in iter_route_contexts(request.app.routes):
+        if route.methods and route.path_regex.match(path):
+            methods |= route.methods
+    return sorted(methods)
