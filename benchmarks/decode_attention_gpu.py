@@ -59,33 +59,24 @@ def check_correctness(torch) -> bool:
     return ok
 
 
-def tune(torch, device, budget_s: float) -> dict | None:
-    from kernels.api import check_inputs
-    from kernels.triton_decode import gqa_decode_triton
+def race(torch, device, calls_for_batch) -> dict[str, list[float]]:
+    """Time variants of our kernel on the floor shapes (H=32, K=8, d=128, bf16, 32k; batch 1 then 8),
+    interleaved with a 1 GiB copy; returns each variant's fractions of the copy bandwidth.
+
+    ``calls_for_batch(batch, inputs)`` gives ``{label: call}``; a call that fails its first run
+    (e.g. a launch config that does not fit in shared memory) is reported and left out.
+    """
     from observatory.bench.shapes import AttentionShape, make_inputs
     from observatory.bench.timing import Contender, copy_contender, time_interleaved
 
-    configs = {f"block_n={n} warps={w} stages={s}": dict(block_n=n, num_warps=w, num_stages=s)
-               for n, w, s in itertools.product((32, 64, 128), (4, 8), (2, 3, 4))}
-    results = {}
+    fractions: dict[str, list[float]] = {}
     for batch in (1, 8):
-        shape = AttentionShape(batch, 32, 8, 128, 32768)
-        inputs = make_inputs(shape, "bf16", device.torch_device, copies=2)
+        inputs = make_inputs(AttentionShape(batch, 32, 8, 128, 32768), "bf16", device.torch_device, copies=2)
         kv_bytes = inputs[0][1].nbytes + inputs[0][2].nbytes
         contenders = []
-        for label, config in configs.items():
-            if elapsed() > budget_s:
-                say("  tuning stopped: time budget")
-                break
-
-            def call(args, config=config):
-                q, k, v, seqlens = args
-                shape_ = check_inputs(q, k, v, seqlens)
-                out = torch.empty_like(q)
-                gqa_decode_triton(q, k, v, seqlens, None, 128 ** -0.5, shape_, out, **config)
-
+        for label, call in calls_for_batch(batch, inputs).items():
             try:
-                call(inputs[0])  # compile now, and drop configs that do not fit (shared memory)
+                call(inputs[0])  # compiles now
             except Exception as exc:
                 say(f"  skip {label}: {type(exc).__name__}: {str(exc)[:120]}")
                 continue
@@ -93,51 +84,64 @@ def tune(torch, device, budget_s: float) -> dict | None:
         copy, moved = copy_contender(device.torch_device, 2**30)
         timings = time_interleaved(contenders + [copy], device.torch_device, warmup=2, repeats=20)
         ceiling = moved / timings.pop("copy").median_s
-        for name, t in sorted(timings.items(), key=lambda item: item[1].median_s):
+        for label, t in sorted(timings.items(), key=lambda item: item[1].median_s):
             frac = kv_bytes / t.median_s / ceiling
-            results.setdefault(name, []).append(frac)
-            say(f"  b={batch} {name:32s} {t.median_s * 1e6:8.1f} us  {frac:6.1%} of copy ({ceiling / 1e12:.2f} TB/s)")
+            fractions.setdefault(label, []).append(frac)
+            say(f"  b={batch} {label:32s} {t.median_s * 1e6:8.1f} us  {frac:6.1%} of copy ({ceiling / 1e12:.2f} TB/s)")
         del inputs
         torch.cuda.empty_cache()
-    complete = {name: fracs for name, fracs in results.items() if len(fracs) == 2}
-    if not complete:
+    return {label: fracs for label, fracs in fractions.items() if len(fracs) == 2}
+
+
+def tune(torch, device, budget_s: float) -> dict | None:
+    """The launch config (BLOCK_N, warps, stages) with the best bandwidth summed over batch 1 and 8."""
+    from kernels.api import check_inputs
+    from kernels.triton_decode import gqa_decode_triton
+
+    configs = {f"block_n={n} warps={w} stages={s}": dict(block_n=n, num_warps=w, num_stages=s)
+               for n, w, s in itertools.product((32, 64, 128), (4, 8), (2, 3, 4))}
+
+    def calls(batch, inputs):
+        if elapsed() > budget_s:
+            say("  tuning skipped: time budget")
+            return {}
+
+        def call(args, config):
+            q, k, v, seqlens = args
+            gqa_decode_triton(q, k, v, seqlens, None, 128 ** -0.5, check_inputs(q, k, v, seqlens),
+                              torch.empty_like(q), **config)
+
+        return {label: (lambda args, c=config: call(args, c)) for label, config in configs.items()}
+
+    scores = race(torch, device, calls)
+    if not scores:
         return None
-    best = max(complete, key=lambda name: sum(complete[name]))  # best summed over batch 1 and 8
-    say(f"  best launch config: {best} ({complete[best][0]:.1%} at b=1, {complete[best][1]:.1%} at b=8)")
+    best = max(scores, key=lambda label: sum(scores[label]))
+    say(f"  best launch config: {best} ({scores[best][0]:.1%} at b=1, {scores[best][1]:.1%} at b=8)")
     return configs[best]
 
 
-def tune_splits(torch, device, launch: dict) -> int | None:
+def tune_splits(torch, device) -> int | None:
     """Programs per SM the split heuristic aims for (kernels.triton_decode.PROGRAMS_PER_SM)."""
     from kernels import gqa_decode
-    from kernels.triton_decode import LAUNCH, choose_splits
-    from observatory.bench.shapes import AttentionShape, make_inputs
-    from observatory.bench.timing import Contender, copy_contender, time_interleaved
+    from kernels.triton_decode import choose_splits
 
-    LAUNCH.update(launch)
     sms = torch.cuda.get_device_properties(device.torch_device).multi_processor_count
-    scores = {}
-    for batch in (1, 8):
-        shape = AttentionShape(batch, 32, 8, 128, 32768)
-        inputs = make_inputs(shape, "bf16", device.torch_device, copies=2)
-        kv_bytes = inputs[0][1].nbytes + inputs[0][2].nbytes
-        contenders = []
+
+    def calls(batch, inputs):
+        out = {}
         for per_sm in (1, 2, 4, 8):
             splits = choose_splits(batch, 8, 32768, sms, per_sm)
-            contenders.append(Contender(f"{per_sm}/SM ({splits} splits)", lambda args, s=splits: gqa_decode(
-                *args, backend="triton", num_splits=s), inputs))
-        copy, moved = copy_contender(device.torch_device, 2**30)
-        timings = time_interleaved(contenders + [copy], device.torch_device, warmup=2, repeats=20)
-        ceiling = moved / timings.pop("copy").median_s
-        for name, t in timings.items():
-            frac = kv_bytes / t.median_s / ceiling
-            scores.setdefault(int(name.split("/")[0]), []).append(frac)
-            say(f"  b={batch} {name:24s} {t.median_s * 1e6:8.1f} us  {frac:6.1%} of copy")
-        del inputs
-        torch.cuda.empty_cache()
-    best = max(scores, key=lambda per_sm: sum(scores[per_sm]))
-    say(f"  best programs per SM: {best}")
-    return best
+            out[f"{per_sm}/SM ({splits} splits)"] = lambda args, s=splits: gqa_decode(*args, backend="triton",
+                                                                                      num_splits=s)
+        return out
+
+    scores = race(torch, device, calls)
+    if not scores:
+        return None
+    best = max(scores, key=lambda label: sum(scores[label]))
+    say(f"  best: {best}")
+    return int(best.split("/")[0])
 
 
 def table(device, budget_s: float, repeats: int) -> list:
@@ -230,7 +234,7 @@ def main(argv=None) -> int:
         if best:
             triton_decode.LAUNCH.update(best)
             try:
-                triton_decode.PROGRAMS_PER_SM = tune_splits(torch, device, best) or triton_decode.PROGRAMS_PER_SM
+                triton_decode.PROGRAMS_PER_SM = tune_splits(torch, device) or triton_decode.PROGRAMS_PER_SM
             except Exception:
                 traceback.print_exc()
     say(f"3. comparison table (bf16, median of {args.repeats}; launch {triton_decode.LAUNCH or 'defaults'}, "

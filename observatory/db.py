@@ -64,6 +64,11 @@ def read_only(engine: Engine) -> Engine:
     return engine.execution_options(observatory_read_only=True)
 
 
+def read_session(engine: Engine) -> Session:
+    """A session that only reads (``read_only``): it never takes SQLite's write lock."""
+    return Session(read_only(engine), expire_on_commit=False)
+
+
 def make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 from sqlmodel import Session, select
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from observatory.alerts import rules as R
 from observatory.alerts import subscriptions as S
+from observatory.alerts.email import ADDRESS_PATTERN
 from observatory.alerts.delivery import RedeliveryRefused, redeliver
 from observatory.alerts.feeds import request_base
 from observatory.alerts.tables import (
@@ -29,12 +30,14 @@ from observatory.alerts.tables import (
     AlertSubscription,
     AlertSubscriptionRule,
 )
+from observatory.db import read_session
+from observatory.web.api_common import Cursor
 from observatory.web.deps import EngineDep, ReadSessionDep, SettingsDep
 from observatory.web.errors import ERROR_RESPONSES, ApiError, ErrorBody
 
 RESPONSES: dict[int | str, dict] = {
     **ERROR_RESPONSES,
-    401: {"model": ErrorBody, "description": "Missing or unknown owner token"},
+    401: {"model": ErrorBody, "description": "Missing, malformed or unknown owner token"},
     409: {"model": ErrorBody, "description": "Not possible in the current state"},
 }
 
@@ -44,12 +47,17 @@ _bearer = HTTPBearer(auto_error=False, description="The owner token returned whe
 PublicId = Annotated[str, Path(min_length=4, max_length=40, pattern=r"^[A-Za-z0-9_\-]+$")]
 
 
-def optional_token(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> str | None:
+def optional_token(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+                   session: ReadSessionDep) -> str | None:
+    """The caller's owner token, or None for an anonymous call. A token that is sent must own a
+    subscription: a mistyped or revoked token is a 401, never quietly treated as anonymous."""
     if creds is None:
         return None
     token = creds.credentials
     if not 8 <= len(token) <= 200:
         _unauthorized("malformed owner token")
+    if not S.owner_exists(session, token):
+        _unauthorized("unknown owner token (send none to act anonymously or to become a new owner)")
     return token
 
 
@@ -57,13 +65,10 @@ def _unauthorized(message: str):
     raise StarletteHTTPException(401, message, headers={"WWW-Authenticate": "Bearer"})
 
 
-def owner_token(token: Annotated[str | None, Depends(optional_token)], engine: EngineDep) -> str:
+def owner_token(token: Annotated[str | None, Depends(optional_token)]) -> str:
     """A token that owns at least one subscription (401 otherwise; 404 for another owner's ids)."""
     if token is None:
         _unauthorized("send the owner token: Authorization: Bearer <token>")
-    with Session(engine) as session:
-        if not S.owner_exists(session, token):
-            _unauthorized("unknown owner token")
     return token
 
 
@@ -76,26 +81,64 @@ OwnerToken = Annotated[str, Depends(owner_token)]
 # ---- schemas ----------------------------------------------------------------------------------
 
 
+# Request bodies say exactly what ``subscriptions.create`` accepts, so a client (or a generated
+# test) that follows the schema is never refused; only what a schema cannot know (an e-mail server
+# configured, a webhook host that resolves to a public address) is checked after it.
+_STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+def _integral(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def json_int(minimum: float | None = None, maximum: float | None = None) -> Any:
+    """An integer as JSON Schema counts them (5.0 is one), otherwise as strict as the rest."""
+    return Annotated[int, Field(ge=minimum, le=maximum), BeforeValidator(_integral)]
+
+
 class PopulationIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-    min_downloads: int = Field(0, ge=0, le=10**12, description="Only models with at least this many downloads")
-    author: str | None = Field(None, min_length=1, max_length=100, description="One organisation")
-    model_type: str | None = Field(None, min_length=1, max_length=100, description="One architecture family")
+    model_config = _STRICT
+    min_downloads: json_int(0, 10**12) = Field(0, description="Only models with at least this many downloads")
+    author: str | None = Field(None, max_length=100, pattern=R.NAME_PATTERN, description="One organisation")
+    model_type: str | None = Field(None, max_length=100, pattern=R.NAME_PATTERN,
+                                   description="One architecture family")
 
 
-class RuleIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-    kind: Literal["median_g_shift", "kind_share", "g_over_16_share", "release_changed", "new_dialect"]
-    params: dict[str, float | int | str] = Field(default_factory=dict, description="See GET /api/v1/alert-rules")
-    population: PopulationIn = Field(default_factory=PopulationIn)
+def _rule_model(kind: R.RuleKind) -> type[BaseModel]:
+    """The request schema of one rule kind, built from ``rules.RULE_KINDS`` (its one definition):
+    each parameter with its type, range or choices and default."""
+    params = {}
+    for p in kind.params:
+        if p.choices:
+            annotation = Literal[p.choices]
+        elif p.type is int:
+            annotation = json_int(p.minimum, p.maximum)
+        else:
+            annotation = Annotated[p.type, Field(ge=p.minimum, le=p.maximum)]
+        params[p.name] = (annotation, Field(p.default, description=p.help))
+    name = "".join(word.title() for word in kind.name.split("_"))
+    params_model = create_model(f"{name}Params", __config__=_STRICT, **params)
+    return create_model(
+        f"{name}Rule", __config__=_STRICT, __doc__=kind.description,
+        kind=(Literal[kind.name], ...),
+        params=(params_model, Field(default_factory=params_model)),
+        population=(PopulationIn, Field(default_factory=PopulationIn)),
+    )
+
+
+RuleIn = Annotated[Union[tuple(_rule_model(kind) for kind in R.RULE_KINDS.values())],  # noqa: UP007
+                   Field(discriminator="kind")]
 
 
 class SubscriptionIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-    name: str = Field(min_length=1, max_length=200)
+    model_config = _STRICT
+    name: str = Field(max_length=200, pattern=r"\S", description="Not blank")
     rules: list[RuleIn] = Field(min_length=1, max_length=S.MAX_RULES)
-    webhook_url: str | None = Field(None, max_length=2000, description="https URL; signed per Standard Webhooks")
-    email: str | None = Field(None, max_length=254, description="Needs confirming (double opt-in); SMTP only")
+    webhook_url: str | None = Field(None, max_length=2000, pattern=r"^https?://",
+                                    json_schema_extra={"format": "uri"},
+                                    description="https URL of a public host; signed per Standard Webhooks")
+    email: str | None = Field(None, max_length=254, pattern=ADDRESS_PATTERN,
+                              description="Needs confirming (double opt-in); only where SMTP is configured")
     send_resolved: bool = Field(True, description="Also notify when an alert resolves")
 
 
@@ -318,14 +361,6 @@ def event_dict(event: AlertEvent, fingerprint: str) -> dict:
             "created_at": event.created_at, "alert": fingerprint, "payload": json.loads(event.payload)}
 
 
-def _cursor(before: str | None) -> int | None:
-    if before is None:
-        return None
-    if not before.isdigit() or len(before) > 18:
-        raise ApiError(400, "before: not a cursor returned by this API")
-    return int(before)
-
-
 # ---- rules and alerts (public, or the caller's own) ---------------------------------------------
 
 
@@ -351,7 +386,7 @@ def list_alerts(
     kind: Annotated[Literal[tuple(R.RULE_KINDS)] | None, Query()] = None,  # type: ignore[valid-type]
     include_baseline: bool = False,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    before: Annotated[str | None, Query(max_length=20)] = None,
+    before: Cursor = None,
 ) -> dict:
     query = select(Alert).where(Alert.rule_id.in_(visible_rule_ids(session, token)))
     if status:
@@ -360,8 +395,8 @@ def list_alerts(
         query = query.where(Alert.rule_id.in_(select(AlertRule.id).where(AlertRule.kind == kind)))
     if not include_baseline:
         query = query.where(Alert.baseline.is_(False))
-    if (cursor := _cursor(before)) is not None:
-        query = query.where(Alert.id < cursor)
+    if before is not None:
+        query = query.where(Alert.id < int(before))
     rows = list(session.exec(query.order_by(Alert.id.desc()).limit(limit + 1)).all())
     more = len(rows) > limit
     rows = rows[:limit]
@@ -390,12 +425,12 @@ def list_events(
     session: ReadSessionDep,
     token: OptionalToken,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    before: Annotated[str | None, Query(max_length=20)] = None,
+    before: Cursor = None,
 ) -> dict:
     query = (select(AlertEvent, Alert.fingerprint).join(Alert, Alert.id == AlertEvent.alert_id)
              .where(Alert.rule_id.in_(visible_rule_ids(session, token))))
-    if (cursor := _cursor(before)) is not None:
-        query = query.where(AlertEvent.id < cursor)
+    if before is not None:
+        query = query.where(AlertEvent.id < int(before))
     rows = list(session.exec(query.order_by(AlertEvent.id.desc()).limit(limit + 1)).all())
     more = len(rows) > limit
     rows = rows[:limit]
@@ -409,22 +444,20 @@ def list_events(
              summary="Subscribe; returns the owner token and webhook secret once", openapi_extra=OPTIONAL_AUTH)
 def create_subscription(body: SubscriptionIn, request: Request, engine: EngineDep, settings: SettingsDep,
                         token: OptionalToken) -> dict:
-    if token is not None:
-        with Session(engine) as session:
-            if not S.owner_exists(session, token):
-                _unauthorized("unknown owner token (omit it to become a new owner)")
     try:
         created = S.create(
             engine, settings, name=body.name, rules=[r.model_dump() for r in body.rules],
             webhook_url=body.webhook_url, email=body.email, send_resolved=body.send_resolved, owner_token=token,
         )
+    except S.LimitReached as exc:
+        raise ApiError(409, *exc.errors) from None
     except S.SubscriptionError as exc:
         raise ApiError(422, *exc.errors) from None
     confirmation = None
     if created.email_token:
         error = S.send_confirmation(settings, created.subscription, created.email_token)
         confirmation = "sent" if error is None else f"failed: {error}"
-    with Session(engine) as session:
+    with read_session(engine) as session:
         sub = session.get(AlertSubscription, created.subscription.id)
         return {"subscription": _sub_out(session, sub, request, settings), "owner_token": created.owner_token,
                 "webhook_secret": created.webhook_secret, "email_confirmation": confirmation}
@@ -447,7 +480,7 @@ def _change(sub_id: str, request: Request, engine, settings, token: str, change)
         change()
     except S.NotFound as exc:
         raise ApiError(404, str(exc)) from None
-    with Session(engine) as session:
+    with read_session(engine) as session:
         return {"subscription": _sub_out(session, _owned(session, token, sub_id), request, settings)}
 
 
@@ -490,7 +523,7 @@ def resend_confirmation(sub_id: PublicId, request: Request, engine: EngineDep, s
         raise ApiError(404, str(exc)) from None
     except S.SubscriptionError as exc:
         raise ApiError(409, *exc.errors) from None
-    with Session(engine) as session:
+    with read_session(engine) as session:
         return {"subscription": _sub_out(session, _owned(session, token, sub_id), request, settings),
                 "owner_token": None, "webhook_secret": None,
                 "email_confirmation": "sent" if error is None else f"failed: {error}"}
@@ -504,10 +537,10 @@ def list_deliveries(
     token: OwnerToken,
     status: Annotated[Literal["pending", "succeeded", "failed"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    before: Annotated[str | None, Query(max_length=20)] = None,
+    before: Cursor = None,
 ) -> dict:
     sub = _owned(session, token, sub_id)
-    rows, more = S.deliveries_of(session, sub, status=status, limit=limit, before=_cursor(before))
+    rows, more = S.deliveries_of(session, sub, status=status, limit=limit, before=None if before is None else int(before))
     return {"deliveries": [S.delivery_dict(session, d) for d in rows], "next": None if more is None else str(more)}
 
 
@@ -515,7 +548,7 @@ def list_deliveries(
              summary="Send a delivery again now, with the same webhook-id")
 def redeliver_one(sub_id: PublicId, delivery_id: PublicId, engine: EngineDep, settings: SettingsDep,
                   token: OwnerToken) -> dict:
-    with Session(engine) as session:
+    with read_session(engine) as session:
         sub = _owned(session, token, sub_id)
         try:
             delivery = S.delivery_owned(session, sub, delivery_id)
@@ -526,6 +559,6 @@ def redeliver_one(sub_id: PublicId, delivery_id: PublicId, engine: EngineDep, se
         attempt = redeliver(engine, settings, delivery_pk)
     except RedeliveryRefused as exc:
         raise ApiError(409, str(exc)) from None
-    with Session(engine) as session:
+    with read_session(engine) as session:
         delivery = session.get(AlertDelivery, delivery_pk)
         return {"delivery": S.delivery_dict(session, delivery), "attempt": S.attempt_dict(attempt)}

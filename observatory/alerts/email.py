@@ -25,7 +25,8 @@ from urllib.parse import quote
 from observatory.settings import Settings
 
 # Deliberately plain: one @, no spaces or angle brackets, a dot in the domain.
-_ADDRESS = re.compile(r"^[^@\s<>\"',;]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}\.)+[A-Za-z]{2,63}$")
+ADDRESS_PATTERN = r"^[^@\s<>\"',;]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}\.)+[A-Za-z]{2,63}$"
+_ADDRESS = re.compile(ADDRESS_PATTERN)
 
 
 class EmailError(ValueError):

@@ -13,8 +13,9 @@ from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
-from sqlmodel import Session, select
+from sqlmodel import select
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 
 from observatory.alerts import rules as R
 from observatory.alerts import subscriptions as S
@@ -23,7 +24,7 @@ from observatory.alerts.delivery import RedeliveryRefused, redeliver
 from observatory.alerts.feeds import public_events, request_base
 from observatory.alerts.feeds import router as feeds_router
 from observatory.alerts.tables import Alert, AlertRule
-from observatory.db import read_only
+from observatory.web.deps import request_reader
 from observatory.web.rendering import error_page, json_response, render
 
 router = APIRouter(include_in_schema=False)
@@ -52,13 +53,16 @@ def same_origin(request: Request) -> bool:
     return urlsplit(origin).netloc == request.headers.get("host")
 
 
+async def posted_form(request: Request, max_chars: int) -> dict[str, str]:
+    """The form of a post from this site, each value cut to ``max_chars``; a cross-site post is
+    a 403 (the error page for a browser)."""
+    if not same_origin(request):
+        raise HTTPException(403, "cross-site form posts are refused")
+    return {k: str(v)[:max_chars] for k, v in (await request.form()).items()}
+
+
 def _engine(request: Request):
     return request.app.state.engine
-
-
-def _reader(request: Request) -> Session:
-    # Pages only read here: a deferred transaction never waits for (or blocks) a crawl's writes.
-    return Session(read_only(_engine(request)))
 
 
 def _settings(request: Request):
@@ -66,7 +70,7 @@ def _settings(request: Request):
 
 
 def list_data(request: Request) -> dict:
-    with _reader(request) as session:
+    with request_reader(request) as session:
         built_in = select(AlertRule.id).where(AlertRule.built_in.is_(True))
         firing = session.exec(select(Alert).where(Alert.status == "firing", Alert.rule_id.in_(built_in))
                               .order_by(Alert.started_at.desc())).all()
@@ -160,7 +164,7 @@ def _create_from_form(request: Request, form: dict) -> HTMLResponse:
     if created.email_token:
         error = S.send_confirmation(settings, created.subscription, created.email_token)
         confirmation = "sent" if error is None else f"failed: {error}"
-    with Session(_engine(request)) as session:
+    with request_reader(request) as session:
         sub = S.subscription_dict(session, created.subscription, request_base(request, settings))
     return render(request, "alerts_created.html",
                   {"subscription": sub, "owner_token": created.owner_token,
@@ -170,14 +174,11 @@ def _create_from_form(request: Request, form: dict) -> HTMLResponse:
 
 @router.post("/alerts/subscribe", response_class=HTMLResponse)
 async def subscribe(request: Request) -> Response:
-    if not same_origin(request):
-        return error_page(request, 403, ["cross-site form posts are refused"])
-    form = {k: str(v)[:2000] for k, v in (await request.form()).items()}
-    return await run_in_threadpool(_create_from_form, request, form)
+    return await run_in_threadpool(_create_from_form, request, await posted_form(request, 2000))
 
 
 def _manage(request: Request, token: str, message: str | None = None, status: int = 200) -> HTMLResponse:
-    with _reader(request) as session:
+    with request_reader(request) as session:
         subs = S.list_owned(session, token) if token else []
         base = request_base(request, _settings(request))
         data = []
@@ -218,7 +219,7 @@ def _act(request: Request, form: dict) -> HTMLResponse:
             S.enable_webhook(engine, token, sub_id)
             message = "Webhook endpoint enabled again."
         elif action == "redeliver":
-            with Session(engine) as session:
+            with request_reader(request) as session:
                 delivery_pk = S.delivery_owned(session, S.owned(session, token, sub_id), form.get("delivery", "")).id
             attempt = redeliver(engine, _settings(request), delivery_pk)
             code = f" (HTTP {attempt.status_code})" if attempt.status_code else ""
@@ -234,10 +235,7 @@ def _act(request: Request, form: dict) -> HTMLResponse:
 
 @router.post("/alerts/manage", response_class=HTMLResponse)
 async def manage_action(request: Request) -> Response:
-    if not same_origin(request):
-        return error_page(request, 403, ["cross-site form posts are refused"])
-    form = {k: str(v)[:300] for k, v in (await request.form()).items()}
-    return await run_in_threadpool(_act, request, form)
+    return await run_in_threadpool(_act, request, await posted_form(request, 300))
 
 
 def _email_page(request: Request, *, action: str, token: str, done: str | None, status: int = 200) -> HTMLResponse:
@@ -254,9 +252,7 @@ async def confirm_page(request: Request, token: str = "") -> Response:
 
 @router.post("/alerts/email/confirm", response_class=HTMLResponse)
 async def confirm(request: Request) -> Response:
-    if not same_origin(request):
-        return error_page(request, 403, ["cross-site form posts are refused"])
-    token = str((await request.form()).get("token", ""))[:100]
+    token = (await posted_form(request, 100)).get("token", "")
     sub = await run_in_threadpool(S.confirm_email, _engine(request), token) if token else None
     if sub is None:
         return _email_page(request, action="confirm", token="", done="This confirmation link is not valid.",

@@ -201,7 +201,8 @@ BUILT_IN_RULES: tuple[tuple[str, dict], ...] = (
     ("new_dialect", {}),
 )
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$"  # an organisation or architecture family
+_NAME = re.compile(NAME_PATTERN)
 
 
 def make_population(data: dict | None) -> Population:

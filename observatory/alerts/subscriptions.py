@@ -49,6 +49,10 @@ class SubscriptionError(ValueError):
         super().__init__("; ".join(errors))
 
 
+class LimitReached(SubscriptionError):
+    """The owner already has MAX_SUBSCRIPTIONS_PER_OWNER subscriptions (a 409: valid input, full)."""
+
+
 class NotFound(LookupError):
     pass
 
@@ -125,7 +129,7 @@ def create(
             .where(AlertSubscription.owner_token_hash == token_hash(owner_token))
         ).one()
         if owned >= MAX_SUBSCRIPTIONS_PER_OWNER:
-            raise SubscriptionError([f"at most {MAX_SUBSCRIPTIONS_PER_OWNER} subscriptions per owner"])
+            raise LimitReached([f"at most {MAX_SUBSCRIPTIONS_PER_OWNER} subscriptions per owner"])
         sub = AlertSubscription(
             public_id=new_id("sub"), owner_token_hash=token_hash(owner_token), name=name,
             send_resolved=send_resolved, feed_token=secrets.token_urlsafe(32),

@@ -11,8 +11,9 @@ from pydantic import BaseModel, Field
 
 from observatory.crawler.health import crawler_health, run_to_dict
 from observatory.tables import CrawlRun
+from observatory.web.api_common import Cursor
 from observatory.web.deps import ReadSessionDep
-from observatory.web.errors import ERROR_RESPONSES, ApiError
+from observatory.web.errors import ERROR_RESPONSES
 
 router = APIRouter(prefix="/api/v1/crawl", tags=["crawl"], responses=ERROR_RESPONSES)
 
@@ -63,11 +64,9 @@ class CrawlHealth(BaseModel):
 @router.get("/runs", response_model=CrawlRunList, summary="Crawl runs, newest first")
 def runs(request: Request, response: Response, session: ReadSessionDep,
          size: Annotated[int, Query(ge=1, le=500, description="Rows per page")] = 50,
-         next: Annotated[str | None, Query(max_length=20, description="Token from the previous page")] = None):
+         next: Cursor = None):
     query = sa.select(CrawlRun).order_by(CrawlRun.id.desc()).limit(size + 1)
     if next is not None:
-        if not next.isdigit() or not 0 < int(next) < 2**62:
-            raise ApiError(400, "next: next token is not one this API issued")
         query = query.where(CrawlRun.id < int(next))
     found = list(session.execute(query).scalars())
     rows, more = found[:size], len(found) > size

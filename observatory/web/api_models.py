@@ -14,10 +14,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
-from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from observatory.db import read_only
 from observatory.queries import (
     SUMMARY_FIELDS,
     InvalidPageToken,
@@ -31,9 +29,9 @@ from observatory.queries import (
     list_models,
 )
 from observatory.web.api_common import CSV_RESPONSE, REPO_ID_PATTERN, checked_model_id, model_response
-from observatory.web.deps import EngineDep, ReadSessionDep, SettingsDep
+from observatory.web.deps import ReadSessionDep, request_reader
 from observatory.web.errors import ERROR_RESPONSES, ApiError
-from observatory.web.pages import csv_response
+from observatory.web.rendering import csv_response
 
 router = APIRouter(prefix="/api/v1", tags=["models"], responses=ERROR_RESPONSES)
 
@@ -56,28 +54,34 @@ def _list_page(session: Session, params: ModelListParams) -> Page:
         raise ApiError(400, f"next: {exc}") from None
 
 
-def _csv_export(engine: Engine, params: ModelListParams, max_rows: int) -> Response:
+def stream_models_csv(request: Request, params: ModelListParams, headers: dict | None = None) -> Response:
+    """Every row of the query from ``params.next`` on as CSV, up to the server's row limit (the
+    ``X-Row-Limit`` header). Shared by the API's export and the models page's ``_stream=on``."""
+    max_rows = request.app.state.settings.api_csv_max_rows
+
     def rows():
         # The request's session closes when the handler returns; the stream outlives it.
-        with Session(read_only(engine)) as session:
+        with request_reader(request) as session:
             for row in iter_models(session, params, max_rows):
                 yield row.model_dump()
 
-    headers = {"Content-Disposition": 'attachment; filename="models.csv"', "X-Row-Limit": str(max_rows)}
-    return csv_response(list(SUMMARY_FIELDS), rows(), "models.csv", headers=headers)
+    return csv_response(list(SUMMARY_FIELDS), rows(), "models.csv",
+                        headers={"X-Row-Limit": str(max_rows), **(headers or {})})
+
+
+_ATTACHMENT = {"Content-Disposition": 'attachment; filename="models.csv"'}
 
 
 @router.get("/models", response_model=ModelListResponse, responses=CSV_RESPONSE,
             summary="List models (filter, sort, keyset pages)")
-def models(request: Request, session: ReadSessionDep, engine: EngineDep,
-           settings: SettingsDep, params: Annotated[ModelListParams, Query()],
+def models(request: Request, session: ReadSessionDep, params: Annotated[ModelListParams, Query()],
            format: Annotated[Literal["json", "csv"], Query(description="csv streams every page")] = "json"):
     """Models with their current geometry. Pages follow ``next`` (also in ``next_url`` and a
     ``Link: <...>; rel="next"`` header); ``format=csv`` streams all pages of the same query,
     up to the server's row limit (``X-Row-Limit`` header)."""
     page = _list_page(session, params)  # a bad token is a 400 before any CSV is streamed
     if format == "csv":
-        return _csv_export(engine, params, settings.api_csv_max_rows)
+        return stream_models_csv(request, params, _ATTACHMENT)
     next_url = str(request.url.include_query_params(next=page.next)) if page.next else None
     headers = {"Link": f'<{next_url}>; rel="next"'} if next_url else None
     return model_response(ModelListResponse(rows=page.rows, next=page.next, next_url=next_url), headers)
@@ -85,11 +89,10 @@ def models(request: Request, session: ReadSessionDep, engine: EngineDep,
 
 @router.get("/models.csv", response_class=Response, response_model=None, responses=CSV_RESPONSE,
             summary="The model list as CSV (all pages)")
-def models_csv(session: ReadSessionDep, engine: EngineDep, settings: SettingsDep,
-               params: Annotated[ModelListParams, Query()]) -> Response:
+def models_csv(request: Request, session: ReadSessionDep, params: Annotated[ModelListParams, Query()]) -> Response:
     """The same query as ``/api/v1/models``, every page streamed as CSV up to the row limit."""
     _list_page(session, params)
-    return _csv_export(engine, params, settings.api_csv_max_rows)
+    return stream_models_csv(request, params, _ATTACHMENT)
 
 
 @router.get("/models/{model_id:path}", response_model=ModelDetailResponse, summary="One model")

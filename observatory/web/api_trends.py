@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import asdict
 from datetime import date, datetime
 from typing import Annotated, Literal
 
@@ -18,11 +19,12 @@ from pydantic import BaseModel, Field, model_validator
 
 from observatory.queries import IsoDate
 from observatory.trend_store import STANDARD_THRESHOLDS, Population, read_trends
-from observatory.trends import G_TIPPING_POINT, KIND_BUCKETS, SIZE_CLASSES
+from observatory.trends import G_TIPPING_POINT, KIND_BUCKETS, SIZE_CLASSES, TrendPoint
+from observatory.web import chart_specs
 from observatory.web.api_common import CSV_RESPONSE
 from observatory.web.deps import ReadSessionDep
 from observatory.web.errors import ERROR_RESPONSES
-from observatory.web.pages import TREND_CSV_COLUMNS, csv_response, jsonable, point_record, trend_csv_row
+from observatory.web.rendering import csv_response, jsonable
 
 router = APIRouter(prefix="/api/v1", tags=["trends"], responses=ERROR_RESPONSES)
 
@@ -80,6 +82,29 @@ class TrendsResponse(BaseModel):
     precomputed: bool = Field(description="Read from the aggregates refreshed after each crawl")
     computed_at: datetime | None
     points: list[TrendPointOut]
+
+
+def point_record(point: TrendPoint) -> dict:
+    """One trend point as the trends page's JSON twin and every trend CSV give it."""
+    record = asdict(point)
+    record["label"] = chart_specs.period_label(point.period_start, point.period)
+    return record
+
+
+TREND_CSV_COLUMNS = (
+    ["period", "period_start", "label", "weighting", "count", "weight_total"]
+    + [f"share_{k}" for k in KIND_BUCKETS]
+    + ["g_count", "g_p25", "g_median", "g_p75", "share_g_over_16", "kv_count", "kv_median"]
+    + [f"kv_median_{c}" for c in SIZE_CLASSES]
+)
+
+
+def trend_csv_row(record: dict) -> dict:
+    """A ``point_record`` (made JSON-safe) flattened to TREND_CSV_COLUMNS."""
+    row = {k: v for k, v in record.items() if not isinstance(v, dict)}
+    row.update({f"share_{k}": v for k, v in record["shares"].items()})
+    row.update({f"kv_median_{c}": s["kv_median"] for c, s in record["kv_by_size"].items()})
+    return row
 
 
 def _series(session, params: TrendParams):

@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from observatory.db import read_only
+from observatory.db import read_session
 from observatory.settings import Settings
 
 
@@ -22,14 +22,22 @@ def get_app_engine(request: Request) -> Engine:
 
 
 def get_session(request: Request) -> Iterator[Session]:
+    """A session that may write. On SQLite its transaction begins IMMEDIATE (the write lock), so
+    a route that only reads takes ``ReadSessionDep`` instead."""
     with Session(request.app.state.engine, expire_on_commit=False) as session:
         yield session
 
 
-def get_read_session(request: Request) -> Iterator[Session]:
+def request_reader(request: Request) -> Session:
     """A session that only reads: it never takes SQLite's write lock, so it neither waits for a
-    crawl's write transaction nor holds up another request."""
-    with Session(read_only(request.app.state.engine), expire_on_commit=False) as session:
+    crawl's write transaction nor holds up another request. For handlers that open their own
+    session (pages run in a thread pool, CSV streams outlive the handler); routes take
+    ``ReadSessionDep``."""
+    return read_session(request.app.state.engine)
+
+
+def get_read_session(request: Request) -> Iterator[Session]:
+    with request_reader(request) as session:
         yield session
 
 

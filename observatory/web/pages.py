@@ -13,8 +13,7 @@ through Jinja2 autoescaping; chart data is embedded with ``|tojson`` inside
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import asdict
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Literal
 from urllib.parse import quote
@@ -28,7 +27,6 @@ from sqlmodel import Session
 from observatory import kvcache, roofline
 from observatory.bench.store import latest_results, results_for_model
 from observatory.crawler.health import crawler_health, open_failures, recent_runs, run_to_dict
-from observatory.db import read_only
 from observatory.geometry import PARSER_VERSION, Geometry, parse_geometry
 from observatory.hardware import load_catalog
 from observatory.queries import (
@@ -39,7 +37,6 @@ from observatory.queries import (
     current_geometry,
     get_model_detail,
     hardware_info,
-    iter_models,
     list_models,
     roofline_point,
     store_counts,
@@ -49,16 +46,11 @@ from observatory.tables import HubModel
 from observatory.trend_store import STANDARD_THRESHOLDS, Population, plotted_trend_rows, read_trends
 from observatory.trends import G_TIPPING_POINT, KIND_BUCKETS, PERIODS, SIZE_CLASSES, WEIGHTINGS, TrendPoint
 from observatory.web import chart_specs
+from observatory.web.api_models import stream_models_csv
+from observatory.web.api_trends import TREND_CSV_COLUMNS, TrendParams, point_record, trend_csv_row
+from observatory.web.deps import request_reader
 from observatory.web.errors import ApiError, _describe
-from observatory.web.rendering import (  # noqa: F401  (re-exported: API routers and alerts pages use them)
-    FORMATS,
-    csv_response,
-    error_page,
-    json_response,
-    jsonable,
-    page_url,
-    render,
-)
+from observatory.web.rendering import FORMATS, csv_response, error_page, json_response, jsonable, page_url, render
 
 router = APIRouter(include_in_schema=False)
 
@@ -100,36 +92,7 @@ def page(path: str, formats: tuple[str, ...] = ("json",)):
 MAX_PLOTTED_MODELS = 3000  # points in the G chart; the most downloaded first
 
 
-def _session(request: Request) -> Session:
-    # Pages only read: a deferred transaction never waits for (or blocks) a crawl's writes.
-    return Session(read_only(request.app.state.engine), expire_on_commit=False)
-
-
-def point_record(point: TrendPoint) -> dict:
-    """One trend point as the JSON twins and CSV give it."""
-    record = asdict(point)
-    record["label"] = chart_specs.period_label(point.period_start, point.period)
-    return record
-
-
-TREND_CSV_COLUMNS = (
-    ["period", "period_start", "label", "weighting", "count", "weight_total"]
-    + [f"share_{k}" for k in KIND_BUCKETS]
-    + ["g_count", "g_p25", "g_median", "g_p75", "share_g_over_16", "kv_count", "kv_median"]
-    + [f"kv_median_{c}" for c in SIZE_CLASSES]
-)
-
-
-def trend_csv_row(record: dict) -> dict:
-    row = {k: v for k, v in record.items() if not isinstance(v, dict)}
-    row.update({f"share_{k}": v for k, v in record["shares"].items()})
-    row.update({f"kv_median_{c}": s["kv_median"] for c, s in record["kv_by_size"].items()})
-    return row
-
-
 def trend_params(request: Request) -> dict:
-    from observatory.web.api_trends import TrendParams  # api_trends imports this module
-
     return validated(TrendParams, request).model_dump()
 
 
@@ -166,7 +129,7 @@ def trends_data(session: Session, p: dict) -> tuple[dict, dict]:
 @page("/trends", formats=("json", "csv"))
 def trends_page(request: Request, fmt: str | None) -> Response:
     p = trend_params(request)
-    with _session(request) as session:
+    with request_reader(request) as session:
         data, charts = trends_data(session, p)
     if fmt == "json":
         return json_response(data)
@@ -232,7 +195,7 @@ def headlines(quarters: list[TrendPoint]) -> dict:
 
 @page("/")
 def home_page(request: Request, fmt: str | None) -> Response:
-    with _session(request) as session:
+    with request_reader(request) as session:
         quarters = read_trends(session, Population(), "quarter", "count").points
         plotted, total = plotted_trend_rows(session, Population(), MAX_PLOTTED_MODELS)
         counts = store_counts(session)
@@ -298,16 +261,8 @@ def models_page(request: Request, fmt: str | None) -> Response:
     params = list_params(request)
     if fmt == "csv" and request.query_params.get("_stream") in ("on", "1", "true"):
         # Every matching row (from the first page on), up to the API's CSV row limit.
-        everything = params.model_copy(update={"next": None})
-        limit = request.app.state.settings.api_csv_max_rows
-
-        def rows() -> Iterable[dict]:
-            with _session(request) as session:  # the stream outlives the handler
-                for row in iter_models(session, everything, limit):
-                    yield row.model_dump()
-
-        return csv_response(list(SUMMARY_FIELDS), rows(), "models.csv", headers={"X-Row-Limit": str(limit)})
-    with _session(request) as session:
+        return stream_models_csv(request, params.model_copy(update={"next": None}))
+    with request_reader(request) as session:
         data = models_page_data(request, session, params, fmt)
     if fmt == "json":
         return json_response(data, headers=link_header(data["next_url"]))
@@ -451,7 +406,7 @@ def _model_page(request: Request, model_id: str, fmt: str | None) -> Response:
         raise ApiError(400, f"model id: {exc}") from None
     form = validated(KVForm, request)
     context, batch, dtype = form.context, form.batch, form.dtype
-    with _session(request) as session:
+    with request_reader(request) as session:
         data = model_page_data(session, model_id, context, batch, dtype)
     if data is None:
         raise ApiError(404, f"no model {model_id!r} in the store")
@@ -514,7 +469,7 @@ RUN_CSV_COLUMNS = ["id", "scope", "status", "started_at", "finished_at", "seen",
 
 @page("/crawl", formats=("json", "csv"))
 def crawl_page(request: Request, fmt: str | None) -> Response:
-    with _session(request) as session:
+    with request_reader(request) as session:
         data = {
             "health": crawler_health(session),
             "models": store_counts(session),
@@ -580,7 +535,7 @@ BENCH_CSV_COLUMNS = ["created_at", "model_id", "status", "reason", "device", "ba
 
 @page("/benchmarks", formats=("json", "csv"))
 def benchmarks_page(request: Request, fmt: str | None) -> Response:
-    with _session(request) as session:
+    with request_reader(request) as session:
         data = {"rows": latest_results(session, 200)}
     if fmt == "json":
         return json_response(data)
