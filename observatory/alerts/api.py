@@ -19,8 +19,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from observatory.alerts import rules as R
 from observatory.alerts import subscriptions as S
-from observatory.alerts.email import ADDRESS_PATTERN
 from observatory.alerts.delivery import RedeliveryRefused, redeliver
+from observatory.alerts.email import ADDRESS_PATTERN
 from observatory.alerts.feeds import request_base
 from observatory.alerts.tables import (
     Alert,
@@ -132,10 +132,11 @@ RuleIn = Annotated[Union[tuple(_rule_model(kind) for kind in R.RULE_KINDS.values
 
 class SubscriptionIn(BaseModel):
     model_config = _STRICT
-    name: str = Field(max_length=200, pattern=r"\S", description="Not blank")
+    # Some character that is neither white space nor a control character (``create`` strips
+    # the name; Python counts \x1c-\x1f as white space, pydantic's regex \S does not).
+    name: str = Field(max_length=200, pattern=r"[^\s\x00-\x1f]", description="Not blank")
     rules: list[RuleIn] = Field(min_length=1, max_length=S.MAX_RULES)
-    webhook_url: str | None = Field(None, max_length=2000, pattern=r"^https?://",
-                                    json_schema_extra={"format": "uri"},
+    webhook_url: str | None = Field(None, min_length=1, max_length=2000, json_schema_extra={"format": "uri"},
                                     description="https URL of a public host; signed per Standard Webhooks")
     email: str | None = Field(None, max_length=254, pattern=ADDRESS_PATTERN,
                               description="Needs confirming (double opt-in); only where SMTP is configured")
@@ -540,7 +541,7 @@ def list_deliveries(
     before: Cursor = None,
 ) -> dict:
     sub = _owned(session, token, sub_id)
-    rows, more = S.deliveries_of(session, sub, status=status, limit=limit, before=None if before is None else int(before))
+    rows, more = S.deliveries_of(session, sub, status=status, limit=limit, before=int(before) if before else None)
     return {"deliveries": [S.delivery_dict(session, d) for d in rows], "next": None if more is None else str(more)}
 
 

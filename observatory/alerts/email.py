@@ -24,8 +24,10 @@ from urllib.parse import quote
 
 from observatory.settings import Settings
 
-# Deliberately plain: one @, no spaces or angle brackets, a dot in the domain.
-ADDRESS_PATTERN = r"^[^@\s<>\"',;]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}\.)+[A-Za-z]{2,63}$"
+# Deliberately plain: one @, no spaces, control characters or angle brackets, a dot in the
+# domain. Also the API's JSON-schema pattern: control characters are listed because regex
+# engines disagree on whether \x1c-\x1f are "\s" (Python's are, pydantic's are not).
+ADDRESS_PATTERN = r"^[^@\s\x00-\x1f\x7f<>\"',;]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}\.)+[A-Za-z]{2,63}$"
 _ADDRESS = re.compile(ADDRESS_PATTERN)
 
 

@@ -8,6 +8,7 @@ separate path ``/api/v1/models.csv``; config revisions have their own numeric pa
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Literal
 
@@ -112,10 +113,19 @@ def model(session: ReadSessionDep,
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 @router.get(
     "/revisions/{revision_id}/config.json", response_class=Response, response_model=None,
-    responses={200: {"content": {"application/json": {"schema": {}}},
-                     "description": "The config.json text exactly as fetched (an attachment)"}},
+    responses={200: {"content": {"application/json": {"schema": {}}, "text/plain": {"schema": {"type": "string"}}},
+                     "description": "The config.json text exactly as fetched (an attachment); text/plain "
+                                    "when what the repository holds is not JSON"}},
     summary="Download one stored config.json verbatim",
 )
 def revision_config(session: ReadSessionDep, revision_id: Annotated[int, Path(ge=1, le=2**62)]) -> Response:
@@ -125,7 +135,7 @@ def revision_config(session: ReadSessionDep, revision_id: Annotated[int, Path(ge
     name = _UNSAFE_FILENAME.sub("_", f"{revision.model_id.replace('/', '__')}.{revision.sha[:24]}.config.json")
     return Response(
         revision.raw_text.encode("utf-8", "surrogatepass"),
-        media_type="application/json",
+        media_type="application/json" if _is_json(revision.raw_text) else "text/plain; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="{name}"',
                  "X-Config-Provenance": revision.provenance},
     )

@@ -1,7 +1,7 @@
 """One error shape everywhere: {"ok": false, "error": "...", "errors": [...], "status": N}.
 
 Declared in OpenAPI through ``ERROR_RESPONSES`` so clients (and schemathesis) know every
-error a route can return.
+error a route can return. A 405 names in ``Allow`` every method the app serves at that path.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
 from fastapi.routing import iter_route_contexts
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import get_route_path
 

@@ -3,8 +3,8 @@
 With ``--workers 2`` (uvicorn 0.54, h11, Linux) the worker processes' connections were left
 with Nagle's algorithm on, and every response waited ~40 ms for the client's delayed ACK
 (measured: 44 ms p50 for a 1 ms endpoint; 0.8 ms with this protocol). A single worker was not
-affected. Use it with ``uvicorn ... --http observatory.web.tcp:NoDelayH11Protocol`` or
-``uvicorn.run(..., http=NoDelayH11Protocol)``.
+affected. ``observatory serve`` uses it for any number of workers; elsewhere, run uvicorn with
+``--http observatory.web.tcp:NoDelayH11Protocol``.
 """
 
 from __future__ import annotations

@@ -39,3 +39,66 @@ def hub_settings(settings, hub):
         "crawl_lease_ttl_s": 30.0,
     })
     GATE.reset()
+
+
+# PostgreSQL (tests marked ``postgres``): one throwaway server per session, a fresh database per test.
+
+@pytest.fixture(scope="session")
+def pg_admin_url():
+    """A superuser URL to a PostgreSQL server: ``OBSERVATORY_TEST_POSTGRES_URL`` or a private one."""
+    from pg_support import PostgresUnavailable, server_url
+
+    try:
+        with server_url() as url:
+            yield url
+    except PostgresUnavailable as exc:
+        pytest.skip(f"PostgreSQL unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_admin_url):
+    """A database migrated to every head, copied for each test (migrating each time is slow)."""
+    from pg_support import create_database, drop_database
+    from sqlalchemy.engine import make_url
+
+    from observatory.db import upgrade
+
+    url = create_database(pg_admin_url)
+    upgrade(url)
+    yield make_url(url).database
+    drop_database(pg_admin_url, url)
+
+
+@pytest.fixture
+def pg_empty_url(pg_admin_url):
+    """A fresh database with no tables."""
+    from pg_support import create_database, drop_database
+
+    url = create_database(pg_admin_url)
+    yield url
+    drop_database(pg_admin_url, url)
+
+
+@pytest.fixture
+def pg_url(pg_admin_url, pg_template):
+    """A fresh database already migrated to every head."""
+    from pg_support import create_database, drop_database
+
+    url = create_database(pg_admin_url, template=pg_template)
+    yield url
+    drop_database(pg_admin_url, url)
+
+
+@pytest.fixture
+def pg_engine(pg_url):
+    from observatory.db import make_engine
+
+    eng = make_engine(pg_url)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def pg_settings(settings, pg_url):
+    """The ``settings`` fixture pointed at a fresh PostgreSQL database."""
+    return settings.model_copy(update={"database_url": pg_url})

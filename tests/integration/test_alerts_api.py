@@ -129,15 +129,21 @@ def test_delivery_log_and_manual_redelivery(client, engine, alert_settings):
     assert {r["headers"]["webhook-id"] for r in requests} == {d["id"]}
     filtered = client.get(f"/api/v1/subscriptions/{sub_id}/deliveries?status=failed", headers=auth(token)).json()
     assert filtered["deliveries"] == [] and filtered["next"] is None
-    assert client.get(f"/api/v1/subscriptions/{sub_id}/deliveries?before=x", headers=auth(token)).status_code == 400
+    assert client.get(f"/api/v1/subscriptions/{sub_id}/deliveries?before=x", headers=auth(token)).status_code == 422
 
 
 @pytest.mark.parametrize(("body", "words"), [
-    ({"name": "x", "rules": [{"kind": "kind_share", "params": {"threshold": 3}}]}, "threshold must be at most 1"),
-    ({"name": "x", "rules": [{"kind": "kind_share", "params": {"bogus": 1}}]}, "unknown parameter"),
-    ({"name": "x", "rules": [{"kind": "weather"}]}, "rules.0.kind"),
+    ({"name": "x", "rules": [{"kind": "kind_share", "params": {"threshold": 3}}]},
+     "rules.0.kind_share.params.threshold: Input should be less than or equal to 1"),
+    ({"name": "x", "rules": [{"kind": "kind_share", "params": {"bogus": 1}}]},
+     "rules.0.kind_share.params.bogus: Extra inputs are not permitted"),
+    ({"name": "x", "rules": [{"kind": "kind_share", "params": {"min_models": 2.5}}]}, "params.min_models"),
+    ({"name": "x", "rules": [{"kind": "kind_share", "params": {"min_models": "5"}}]}, "params.min_models"),
+    ({"name": "x", "rules": [{"kind": "weather"}]}, "rules.0: Input tag 'weather'"),
     ({"name": "x", "rules": []}, "rules"),
     ({"name": "", "rules": [MLA_RULE]}, "name"),
+    ({"name": " \t\x1c", "rules": [MLA_RULE]}, "name"),
+    ({"name": "x", "rules": [MLA_RULE], "email": "a\x1cb@example.com"}, "email"),
     ({"name": "x", "rules": [MLA_RULE], "colour": "red"}, "colour"),
     ({"name": "x", "rules": [MLA_RULE], "webhook_url": "http://169.254.169.254/latest/meta-data/"}, "metadata"),
     ({"name": "x", "rules": [MLA_RULE], "webhook_url": "http://10.0.0.1/"}, "private"),
@@ -151,6 +157,56 @@ def test_bad_subscriptions_get_422_and_store_nothing(client, body, words):
     assert response.status_code == 422, response.text
     error = response.json()
     assert error["ok"] is False and error["status"] == 422 and words in error["error"]
+
+
+def test_what_the_schema_allows_is_accepted(client):
+    """Integral numbers (JSON Schema counts 5.0 as an integer) and every parameter at its bounds."""
+    rule = {"kind": "kind_share", "params": {"min_models": 5.0, "threshold": 1, "hysteresis": 0.5},
+            "population": {"min_downloads": 1000.0, "author": "deepx"}}
+    sub = create(client, rules=[rule])["subscription"]
+    assert sub["rules"][0]["params"]["min_models"] == 5 and sub["rules"][0]["population"]["min_downloads"] == 1000
+
+
+def test_subscriptions_per_owner_are_capped_with_a_conflict(client, monkeypatch):
+    from observatory.alerts import subscriptions
+
+    monkeypatch.setattr(subscriptions, "MAX_SUBSCRIPTIONS_PER_OWNER", 2)
+    token = create(client)["owner_token"]
+    create(client, token=token)
+    full = client.post("/api/v1/subscriptions", json={"name": "third", "rules": [MLA_RULE]}, headers=auth(token))
+    assert full.status_code == 409 and full.json()["error"] == "at most 2 subscriptions per owner"
+    assert len(client.get("/api/v1/subscriptions", headers=auth(token)).json()["subscriptions"]) == 2
+
+
+def test_a_token_that_is_sent_must_be_valid(client):
+    """Anonymous reads of the public alert lists are fine; a wrong token is refused, never read as
+    anonymous (its owner would silently see less than they asked for)."""
+    owner = create(client)["owner_token"]
+    for path in ("/api/v1/alert-events", "/api/v1/alerts", "/api/v1/alerts/0123456789abcdef"):
+        assert client.get(path).status_code in (200, 404), path
+        assert client.get(path, headers=auth(owner)).status_code in (200, 404), path
+        for bad, reason in (("obs_not-a-real-token-at-all", "unknown owner token"), ("short", "malformed")):
+            refused = client.get(path, headers=auth(bad))
+            assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer", path
+            body = refused.json()
+            assert body["ok"] is False and body["status"] == 401 and reason in body["error"], path
+
+
+def test_method_not_allowed_lists_every_method_of_the_path(client):
+    """GET and POST of one path are separate routes; the 405 must name both (RFC 9110 Allow)."""
+    for method, path, allowed in (
+        ("PUT", "/api/v1/subscriptions", "GET, POST"),
+        ("OPTIONS", "/api/v1/subscriptions", "GET, POST"),
+        ("PATCH", "/api/v1/subscriptions/sub_abcdef", "DELETE, GET"),
+        ("DELETE", "/api/v1/alert-events", "GET"),
+        ("DELETE", "/alerts/manage", "GET, POST"),
+    ):
+        response = client.request(method, path)
+        assert response.status_code == 405 and response.headers["allow"] == allowed, (method, path)
+        assert response.json() == {"ok": False, "error": "Method Not Allowed", "errors": ["Method Not Allowed"],
+                                   "status": 405}
+    page = client.request("PUT", "/alerts/manage", headers={"accept": "text/html"})
+    assert page.status_code == 405 and page.headers["allow"] == "GET, POST" and "<html" in page.text
 
 
 def test_loopback_webhooks_need_the_test_switch(engine, alert_settings):

@@ -347,12 +347,14 @@ def test_config_change_keeps_history_and_moves_the_model(client, store):
 
 
 def test_raw_config_is_verbatim_attachment(client):
-    for spec_id, name in (("alpha/llama-7b", "g4"), ("beta/broken-config", "broken")):
+    # A stored file that is not JSON is still served verbatim, but not labelled JSON.
+    for spec_id, name, media_type in (("alpha/llama-7b", "g4", "application/json"),
+                                      ("beta/broken-config", "broken", "text/plain; charset=utf-8")):
         url = client.get(f"/api/v1/models/{spec_id}").json()["revisions"][0]["config_url"]
         r = client.get(url)
         assert r.status_code == 200
         assert r.content == raw_config(name).encode()
-        assert r.headers["content-type"] == "application/json"
+        assert r.headers["content-type"] == media_type
         disposition = r.headers["content-disposition"]
         assert disposition.startswith("attachment; filename=") and "/" not in disposition.split("=", 1)[1]
 

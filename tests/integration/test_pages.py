@@ -12,13 +12,14 @@ import csv
 import io
 import json
 import re
+import sqlite3
 from datetime import datetime, timezone
 from html.parser import HTMLParser
 
 import pytest
 from fastapi.testclient import TestClient
 
-from observatory.db import session_scope
+from observatory.db import read_session, session_scope
 from observatory.ingest import record_config, upsert_model
 from observatory.queries import SUMMARY_FIELDS
 
@@ -332,10 +333,37 @@ def test_home_headlines(client):
     quarter = data["headlines"]["quarter"]
     assert quarter["count"] >= 5
     assert 0 <= quarter["share_gqa_or_mla"] <= 1
-    assert data["models_tracked"]["total"] >= 150
+    counts = data["models_tracked"]
+    assert counts["total"] >= 150 and counts["total"] == counts["hub"] + counts["snapshot"]
+    assert counts["hub"] == 3 and client.get("/crawl.json").json()["models"] == counts  # the hostile ones
     assert data["last_crawl"]["status"] == "failed"
     html = client.get("/").text
     assert f"{quarter['quarter']}" in html and "models tracked" in html
+
+
+def test_model_counts_are_exact_and_skip_the_hub_rows(engine, db_url):
+    """``store_counts`` against a GROUP BY over every row (what it replaces), with sources that
+    sort before and after "hub"; the per-source query reads index ranges only."""
+    from sqlalchemy.dialects import sqlite
+
+    from observatory.queries import _OTHER_SOURCES, store_counts
+    from observatory.tables import HubModel
+
+    with read_session(engine) as session:
+        assert store_counts(session) == {"total": 0, "hub": 0, "snapshot": 0}
+    with session_scope(engine) as session:
+        for i, source in enumerate(["hub"] * 40 + ["snapshot"] * 7 + ["archive"] * 2 + ["zoo"]):
+            session.add(HubModel(id=f"org/m{i}", source=source))
+    db = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+    oracle = dict(db.execute("SELECT source, count(*) FROM hub_model GROUP BY source").fetchall())
+    with read_session(engine) as session:
+        assert store_counts(session) == {"total": 50, **oracle} == \
+            {"total": 50, "archive": 2, "hub": 40, "snapshot": 7, "zoo": 1}
+    sql = str(_OTHER_SOURCES.compile(dialect=sqlite.dialect(), compile_kwargs={"literal_binds": True}))
+    plan = [row[-1] for row in db.execute("EXPLAIN QUERY PLAN " + sql)]
+    steps = [step for step in plan if "hub_model" in step]
+    assert len(steps) == 2 and all(step.startswith("SEARCH hub_model USING COVERING INDEX") for step in steps), plan
+    db.close()
 
 
 # ---- one model ------------------------------------------------------------------------------

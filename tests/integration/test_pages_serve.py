@@ -3,26 +3,55 @@ directory, no network. (The browser suite drives the single-worker server in dep
 
 from __future__ import annotations
 
+import http.client
 import socket
 import sqlite3
+import statistics
 import subprocess
+import time
+from urllib.parse import urlsplit
 
 import httpx
+import pytest
+from uvicorn.importer import import_from_string
 
-from observatory.commands.serve import serve
+from observatory.commands.serve import serve, uvicorn_options
 from observatory.testing.server import CLI, offline_env, running_server
+from observatory.web.tcp import NoDelayH11Protocol
 
 # The schedule runs (leadership among the workers) but never crawls the unreachable Hub.
 NO_CRAWL = {"OBSERVATORY_CRAWL_INTERVAL_S": "0"}
 
 
-def test_several_workers_share_one_prepared_store(tmp_path):
+def keep_alive_latencies(url: str, path: str, n: int = 25) -> list[float]:
+    """Seconds per request on one keep-alive connection, as a browser or API client sends them."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    times = []
+    try:
+        for _ in range(n):
+            started = time.perf_counter()
+            conn.request("GET", path)
+            response = conn.getresponse()
+            response.read()
+            assert response.status == 200
+            times.append(time.perf_counter() - started)
+    finally:
+        conn.close()
+    return times
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_workers_share_one_prepared_store_and_answer_without_delay(tmp_path, workers):
     data_dir = tmp_path / "data"
-    with running_server(data_dir, "--workers", "2", "--log-level", "warning",
+    with running_server(data_dir, "--workers", workers, "--log-level", "warning",
                         env=offline_env(data_dir, **NO_CRAWL)) as server:
-        for _ in range(6):  # requests land on both workers
+        for _ in range(6):  # requests land on every worker
             for path in ("/", "/models.json", "/trends.json?period=quarter", "/api/v1/models?size=1"):
                 assert httpx.get(server.url + path, timeout=10).status_code == 200, path
+        # Nagle's algorithm against the client's delayed ACK held every response of a worker
+        # process back ~40 ms; with TCP_NODELAY a small answer takes about a millisecond.
+        assert statistics.median(keep_alive_latencies(server.url, "/api/v1/hardware/h100-sxm")) < 0.02
         with sqlite3.connect(data_dir / "observatory.db") as db:
             # the snapshot was loaded once, before the workers started
             models = db.execute("select count(*) from hub_model").fetchone()[0]
@@ -30,7 +59,14 @@ def test_several_workers_share_one_prepared_store(tmp_path):
             assert db.execute("select count(*) from config_revision").fetchone()[0] == models
         text = server.log_text()
         assert "Traceback" not in text and "ERROR" not in text, text[-2000:]
-        assert "workers: 2" in text
+        assert f"workers: {workers}" in text
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_every_worker_count_sets_tcp_nodelay(workers):
+    options = uvicorn_options("127.0.0.1", 8000, workers, "info")
+    assert options["workers"] == workers
+    assert import_from_string(options["http"]) is NoDelayH11Protocol
 
 
 def test_port_in_use_is_one_clear_line(tmp_path):
