@@ -60,10 +60,7 @@ def upsert_models(session: Session, rows: Mapping[str, Mapping]) -> None:
     ]
     if new:
         session.execute(insert(HubModel), new)
-    for model_id in existing:
-        values = {**rows[model_id], "updated_at": now}
-        session.execute(update(HubModel).where(HubModel.id == model_id).values(**values))
-        _sync_loaded(session, HubModel, model_id, values)
+    _update_models(session, {model_id: {**rows[model_id], "updated_at": now} for model_id in existing})
 
 
 def upsert_model(session: Session, model_id: str, **fields) -> HubModel:
@@ -153,10 +150,8 @@ def record_configs(session: Session, items: Iterable[ConfigItem]) -> list[Record
         if geometries:
             session.execute(insert(GeometryRow), geometries)
         current = {key[0]: stored[key].revision_id for key in fresh}  # later items win
-        for model_id, rev_id in current.items():
-            values = {"current_revision_id": rev_id, "updated_at": now}
-            session.execute(update(HubModel).where(HubModel.id == model_id).values(**values))
-            _sync_loaded(session, HubModel, model_id, values)
+        _update_models(session, {model_id: {"current_revision_id": rev_id, "updated_at": now}
+                                 for model_id, rev_id in current.items()})
     return [stored[(item.model_id, item.sha)] for item in items]
 
 
@@ -176,12 +171,21 @@ def record_config(
     return session.get(ConfigRevision, recorded.revision_id), recorded.created
 
 
-def _sync_loaded(session: Session, table: type, key: str, values: Mapping) -> None:
-    """Core UPDATEs bypass the identity map; keep an already-loaded object in step."""
-    obj = session.identity_map.get(session.identity_key(table, key))
-    if obj is not None:
-        for name, value in values.items():
-            attributes.set_committed_value(obj, name, value)
+def _update_models(session: Session, values_by_id: Mapping[str, Mapping]) -> None:
+    """UPDATE HubModels by primary key, one executemany per set of columns.
+
+    Bulk UPDATEs bypass the identity map, so objects already loaded are kept in step by hand.
+    """
+    by_columns: dict[tuple[str, ...], list[dict]] = {}
+    for model_id, values in values_by_id.items():
+        by_columns.setdefault(tuple(sorted(values)), []).append({**values, "id": model_id})
+    for rows in by_columns.values():
+        session.execute(update(HubModel), rows)
+    for model_id, values in values_by_id.items():
+        obj = session.identity_map.get(session.identity_key(HubModel, model_id))
+        if obj is not None:
+            for name, value in values.items():
+                attributes.set_committed_value(obj, name, value)
 
 
 def rederive(session: Session) -> int:
