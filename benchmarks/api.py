@@ -183,7 +183,7 @@ def start_server(db: Path, port: int, workers: int) -> subprocess.Popen:
     proc = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--factory", "observatory.web.app:create_app", "--host", "127.0.0.1",
          "--port", str(port), "--workers", str(workers), "--log-level", "warning", "--no-access-log",
-         "--http", "observatory.web.tcp:NoDelayH11Protocol"],  # see observatory/web/tcp.py
+         "--http", "observatory.web.tcp:NoDelayHttpToolsProtocol", "--loop", "uvloop"],  # as `observatory serve`
         cwd=ROOT, env=env)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -341,13 +341,14 @@ def main() -> None:
     results = {}
     try:
         for name, paths in (("trends", trend_paths), ("list", list_paths), ("model", model_paths)):
-            run_clients(2, 20, http_get(port, paths))  # warm-up
+            run_clients(args.clients, len(paths), http_get(port, paths))  # warm-up: every question once
             results[f"api:{name}"] = run_clients(args.clients, args.requests, http_get(port, paths))
             print(f"  api {name}: done", flush=True)
     finally:
         server.terminate()
         server.wait(timeout=30)
-    run_clients(2, 4, sql_run(db, plain_list))
+    for statements in (plain_list, plain_model):  # the same warm-up as the API: every question once
+        run_clients(args.clients, len(statements), sql_run(db, statements))
     results["sql:trends"] = run_clients(args.clients, args.aggregate_runs, sql_run(db, plain_aggregate))
     results["sql:list"] = run_clients(args.clients, args.requests, sql_run(db, plain_list))
     results["sql:model"] = run_clients(args.clients, args.requests, sql_run(db, plain_model))

@@ -17,7 +17,7 @@ from uvicorn.importer import import_from_string
 
 from observatory.commands.serve import serve, uvicorn_options
 from observatory.testing.server import CLI, offline_env, running_server
-from observatory.web.tcp import NoDelayH11Protocol
+from observatory.web.tcp import NoDelayHttpToolsProtocol
 
 # The schedule runs (leadership among the workers) but never crawls the unreachable Hub.
 NO_CRAWL = {"OBSERVATORY_CRAWL_INTERVAL_S": "0"}
@@ -66,7 +66,7 @@ def test_workers_share_one_prepared_store_and_answer_without_delay(tmp_path, wor
 def test_every_worker_count_sets_tcp_nodelay(workers):
     options = uvicorn_options("127.0.0.1", 8000, workers, "info")
     assert options["workers"] == workers
-    assert import_from_string(options["http"]) is NoDelayH11Protocol
+    assert import_from_string(options["http"]) is NoDelayHttpToolsProtocol
 
 
 def test_port_in_use_is_one_clear_line(tmp_path):

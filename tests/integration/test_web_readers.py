@@ -37,7 +37,7 @@ TIMEOUT_S = 5.0  # a blocked request would wait the 15 s busy timeout
 @contextmanager
 def serving(app):
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning",
-                                           http="observatory.web.tcp:NoDelayH11Protocol"))
+                                           http="observatory.web.tcp:NoDelayHttpToolsProtocol"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
