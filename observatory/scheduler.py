@@ -30,6 +30,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.engine import Engine
 
 from observatory import lease
+from observatory.hub.session import HubUnreachable
 from observatory.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,8 @@ class SchedulerHandle:
         token = _stopping.set(self._stop)
         try:
             _resolve(spec.target)(self.engine, self.settings)
+        except HubUnreachable as exc:  # offline: one line, it is tried again next time
+            log.warning("scheduled job %s failed: %s", spec.id, exc)
         except Exception:  # a failing job must not take the schedule down; it runs again next time
             log.exception("scheduled job %s failed", spec.id)
         finally:

@@ -24,6 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import httpx2
 from sqlalchemy.engine import Engine
 
 from observatory import lease
@@ -100,6 +101,10 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
             except KeyboardInterrupt:
                 status, error = "interrupted", "interrupted by the user"
                 raise
+            except httpx2.TransportError as exc:  # after the client's own retries
+                status, error = "failed", f"Hub unreachable at {settings.hf_endpoint}: {_one_line(exc)}"
+                log.warning("crawl failed: %s", error)
+                raise hub_session.HubUnreachable(error) from exc
             except Exception as exc:  # recorded on the run, then re-raised for the caller
                 log.exception("crawl failed")
                 status, error = "failed", _one_line(exc)

@@ -54,6 +54,11 @@ class RequestCounter:
             return sum(self._counts.values())
 
 
+class HubUnreachable(Exception):
+    """The Hub could not be reached at all (DNS, refused connection, TLS): an expected condition
+    offline, recorded on the run and logged as one line rather than a traceback."""
+
+
 class Cancelled(Exception):
     """A Hub request was not sent because the caller asked to stop."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from crawler_support import (
     LLAMA,
     LONG_AGO,
@@ -11,6 +12,7 @@ from crawler_support import (
     failures,
     model,
     revisions_by_model,
+    runs,
     scope_state,
 )
 from observatory.crawler.run import crawl
@@ -202,3 +204,22 @@ def test_rate_limit_longer_than_we_wait_stops_the_run_and_keeps_the_mark(engine,
     crawl(engine, hub_settings, since=LONG_AGO)
     assert_stored_exactly_once(engine, hub, ids)
     assert scope_state(engine).created_mark == hub.repos[ids[-1]].created_at
+
+
+def test_unreachable_hub_fails_the_run_in_one_line_without_a_traceback(engine, hub_settings, caplog):
+    """Offline (the embedded default's usual state) a crawl is recorded as failed with the reason,
+    and the log says so in one line: huggingface_hub's own listing retries (~23 s) run first."""
+    import logging
+    import socket
+
+    from observatory.hub.session import HubUnreachable
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    with caplog.at_level(logging.WARNING), pytest.raises(HubUnreachable, match="Hub unreachable at"):
+        crawl(engine, hub_settings.model_copy(update={"hf_endpoint": closed}), since=LONG_AGO)
+    (run,) = runs(engine)
+    assert run.status == "failed" and run.error.startswith(f"Hub unreachable at {closed}")
+    crawl_records = [r for r in caplog.records if r.name.startswith("observatory")]
+    assert crawl_records and all(r.exc_info is None for r in crawl_records)
