@@ -13,6 +13,9 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.pop("HF_HUB_OFFLINE", None)
 os.environ.pop("HF_TOKEN", None)
 os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+# Belt and braces: code that forgets to take the stand-in's endpoint reaches a closed loopback
+# port (the discard port), never huggingface.co. Set before huggingface_hub is imported.
+os.environ["HF_ENDPOINT"] = "http://127.0.0.1:9"
 
 
 @pytest.fixture
