@@ -3,11 +3,13 @@
 The cheap ones are ``async def``: FastAPI runs a plain ``def`` dependency in its thread pool, and
 a hop there and back per dependency was a measurable share of a fast request on 2 cores.
 Creating or closing a session does no I/O worth a thread (SQLite's close is a rollback in memory).
+Routes only read through these; writes go through the service modules' own write transactions
+(``db.session_scope``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -24,13 +26,6 @@ async def get_app_settings(request: Request) -> Settings:
 
 async def get_app_engine(request: Request) -> Engine:
     return request.app.state.engine
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    """A session that may write. On SQLite its transaction begins IMMEDIATE (the write lock), so
-    a route that only reads takes ``ReadSessionDep`` instead."""
-    with Session(request.app.state.engine, expire_on_commit=False) as session:
-        yield session
 
 
 def request_reader(request: Request) -> Session:
@@ -51,5 +46,4 @@ async def get_read_session(request: Request) -> AsyncIterator[Session]:
 
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 EngineDep = Annotated[Engine, Depends(get_app_engine)]
-SessionDep = Annotated[Session, Depends(get_session)]
 ReadSessionDep = Annotated[Session, Depends(get_read_session)]
