@@ -25,7 +25,6 @@ import json
 import math
 import os
 import random
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -43,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 from observatory import kvcache  # noqa: E402
 from observatory.db import make_engine, upgrade  # noqa: E402
 from observatory.ingest import derive  # noqa: E402
+from observatory.testing.server import free_port  # noqa: E402
 from observatory.trend_store import refresh_trends  # noqa: E402
 
 START, END = date(2019, 1, 1), date(2026, 11, 1)
@@ -170,12 +170,6 @@ def build_store(path: Path, n: int) -> float:
 
 
 # --- load -------------------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def start_server(db: Path, port: int, workers: int) -> subprocess.Popen:
     env = {**os.environ, "OBSERVATORY_DATABASE_URL": f"sqlite:///{db}", "OBSERVATORY_AUTOLOAD_SNAPSHOT": "false",

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -26,6 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
+
+from observatory.testing.server import free_port
 
 URL_ENV = "OBSERVATORY_TEST_POSTGRES_URL"
 SERVER_TIME_ZONE = "Pacific/Kiritimati"  # UTC+14: a created_at late in a UTC day falls on the next date here
@@ -46,12 +47,6 @@ def _bin_dir() -> Path:
         return Path(found).parent
     raise PostgresUnavailable("PostgreSQL server binaries (initdb, pg_ctl) not found; "
                               f"install postgresql or set {URL_ENV}")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _run_as() -> tuple[list[str], int | None, int | None]:
@@ -78,7 +73,7 @@ def local_server() -> Iterator[str]:
     if uid is not None:
         os.chown(root, uid, gid)
     data, log = root / "data", root / "server.log"
-    port = _free_port()
+    port = free_port()
 
     def tool(*args: str, timeout: float = _START_TIMEOUT_S) -> None:
         done = subprocess.run([*prefix, str(bin_dir / args[0]), *args[1:]], capture_output=True, text=True,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import socket
 from email import message_from_bytes, policy
 from urllib.parse import urlsplit
 
@@ -21,6 +20,7 @@ from sqlmodel import Session, select
 from observatory.alerts.delivery import deliver_pending
 from observatory.alerts.evaluate import evaluate
 from observatory.alerts.tables import AlertSubscription, SubscriptionNotice
+from observatory.testing.server import free_port
 from observatory.web.app import create_app
 
 
@@ -31,12 +31,6 @@ class Sink:
     async def handle_DATA(self, server, session, envelope):  # noqa: N802 (aiosmtpd's hook name)
         self.messages.append(message_from_bytes(envelope.original_content or envelope.content, policy=policy.default))
         return "250 OK"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
