@@ -210,13 +210,11 @@ def test_unreachable_hub_fails_the_run_in_one_line_without_a_traceback(engine, h
     """Offline (the embedded default's usual state) a crawl is recorded as failed with the reason,
     and the log says so in one line: huggingface_hub's own listing retries (~23 s) run first."""
     import logging
-    import socket
 
     from observatory.hub.session import HubUnreachable
+    from observatory.testing.server import free_port
 
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    closed = f"http://127.0.0.1:{free_port()}"  # a port nobody listens on
     with caplog.at_level(logging.WARNING), pytest.raises(HubUnreachable, match="Hub unreachable at"):
         crawl(engine, hub_settings.model_copy(update={"hf_endpoint": closed}), since=LONG_AGO)
     (run,) = runs(engine)
