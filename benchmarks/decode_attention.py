@@ -5,6 +5,9 @@ many times slower it is than ours, the K/V bytes our kernel read per second, and
 machine's copy bandwidth (bytes read + written per second by a large copy, timed in the same
 interleaved rounds). Shapes are one attention layer of each model, batch 1 by default.
 
+"ours" is what ``gqa_decode`` runs by default (the C kernel on a CPU, Triton on CUDA); on a CPU the
+"torch path" column times our pure-PyTorch implementation in the same rounds, for comparison.
+
     python benchmarks/decode_attention.py                     # CPU table (fp32), about 2 minutes
     python benchmarks/decode_attention.py --contexts 32768 --models llama-3-8b   # the floor row
     python benchmarks/decode_attention.py --device cuda --dtype bf16 --batches 1 8   # a GPU
@@ -53,6 +56,8 @@ def main(argv=None) -> int:
                         help="default: fp32 on the CPU, bf16 on CUDA")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--backend", choices=["auto", "cpu", "torch", "triton"], default="auto",
+                        help="which of our implementations is 'ours' (default: what gqa_decode picks)")
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--json", action="store_true", help="one JSON object per row instead of the table")
     args = parser.parse_args(argv)
@@ -60,7 +65,7 @@ def main(argv=None) -> int:
     device = local_device(args.device)
     dtype = args.dtype or ("bf16" if device.type == "cuda" else "fp32")
     if not args.json:
-        print(f"device: {device.name}; {dtype}; torch {device.software['torch']}, "
+        print(f"device: {device.name}; {dtype}; ours: {args.backend} backend; torch {device.software['torch']}, "
               f"triton {device.software['triton'] or '-'}, {device.software['threads']} threads; "
               f"median of {args.repeats} interleaved runs")
     header_done = False
@@ -69,7 +74,8 @@ def main(argv=None) -> int:
         for context in args.contexts:
             for batch in args.batches:
                 shape = attention_shape(geom, batch, context)
-                case = measure(shape, dtype, device, geometry=geom, peers=not args.no_peers, repeats=args.repeats)
+                case = measure(shape, dtype, device, geometry=geom, peers=not args.no_peers, repeats=args.repeats,
+                               backend=args.backend, also_backends=("torch",) if device.type == "cpu" else ())
                 if args.json:
                     print(json.dumps(row(name, case)), flush=True)
                     continue
@@ -88,23 +94,27 @@ ALWAYS = 4  # the PyTorch peers; the others only where installed
 
 def header(case) -> str:
     peers = "".join(f" {p:>20}" for p in PEER_COLUMNS if p in case.peers or p in PEER_COLUMNS[:ALWAYS])
-    return (f"{'model':<16} {'H':>3} {'K':>3} {'G':>3} {'d':>4} {'b':>3} {'L':>7} {'ours ms':>9} {'GB/s':>6} "
-            f"{'%copy':>6} {'copy GB/s':>9} {'roof ms':>8}{peers}")
+    others = "".join(f" {f'{b} path':>20}" for b in case.other_backends)
+    return (f"{'model':<16} {'H':>3} {'K':>3} {'G':>3} {'d':>4} {'b':>3} {'L':>7} {'ours':>6} {'ours ms':>9} "
+            f"{'GB/s':>6} {'%copy':>6} {'copy GB/s':>9} {'roof ms':>8}{others}{peers}")
 
 
 def text_row(name, case) -> str:
     s = case.shape
-    cells = []
+    cells = [f" {_vs_ours(t, case):>20}" for t in case.other_backends.values()]
     for peer in PEER_COLUMNS:
         if peer in case.peers:
-            t = case.peers[peer].median_s
-            cells.append(f" {f'{t * 1e3:.2f} ({t / case.ours.median_s:.1f}x)':>20}")
+            cells.append(f" {_vs_ours(case.peers[peer], case):>20}")
         elif peer in PEER_COLUMNS[:ALWAYS]:
             cells.append(f" {'-':>20}")
     return (f"{name:<16} {s.num_heads:>3} {s.num_kv_heads:>3} {s.group_size:>3} {s.head_dim:>4} {s.batch:>3} "
-            f"{s.context:>7} {case.ours.median_s * 1e3:>9.3f} {case.bytes_per_s / 1e9:>6.1f} "
+            f"{s.context:>7} {case.backend:>6} {case.ours.median_s * 1e3:>9.3f} {case.bytes_per_s / 1e9:>6.1f} "
             f"{case.fraction_of_ceiling:>6.0%} {case.ceiling_bytes_per_s / 1e9:>9.1f} "
             f"{(case.predicted_s or 0) * 1e3:>8.3f}" + "".join(cells))
+
+
+def _vs_ours(timing, case) -> str:
+    return f"{timing.median_s * 1e3:.2f} ({timing.median_s / case.ours.median_s:.1f}x)"
 
 
 def row(name, case) -> dict:
@@ -113,6 +123,7 @@ def row(name, case) -> dict:
             "bytes_per_s": case.bytes_per_s, "ceiling_bytes_per_s": case.ceiling_bytes_per_s,
             "fraction_of_ceiling": case.fraction_of_ceiling, "predicted_s": case.predicted_s,
             "peers_s": {p: t.median_s for p, t in case.peers.items()}, "speedups": case.speedups,
+            "other_backends_s": {b: t.median_s for b, t in case.other_backends.items()},
             "peer_errors": case.peer_errors}
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-BACKENDS = ("auto", "triton", "torch")
+BACKENDS = ("auto", "triton", "cpu", "torch")
 
 
 @dataclass(frozen=True)
@@ -132,13 +132,22 @@ def triton_available() -> bool:
     return True
 
 
-def choose_backend(device: torch.device, backend: str = "auto") -> str:
+def choose_backend(device: torch.device, backend: str = "auto", dtype: torch.dtype = torch.float32,
+                   head_dim: int = 128) -> str:
+    """The implementation a call runs: ``auto`` is Triton on CUDA, the C kernel on the CPU where it
+    builds and takes the inputs, the PyTorch path elsewhere."""
+    from kernels import cpu_decode
+
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "auto":
-        return "triton" if device.type == "cuda" and triton_available() else "torch"
+        if device.type == "cuda" and triton_available():
+            return "triton"
+        return "cpu" if cpu_decode.unsupported(device, dtype, head_dim) is None else "torch"
     if backend == "triton" and not triton_available():
         raise ValueError("backend='triton' needs the triton package (pip install 'gqa-observatory[triton]')")
+    if backend == "cpu" and (why := cpu_decode.unsupported(device, dtype, head_dim)):
+        raise ValueError(f"backend='cpu' cannot run these inputs: {why}")
     return backend
 
 
@@ -146,21 +155,27 @@ def gqa_decode(q, k_cache, v_cache, cache_seqlens, block_table=None, scale=None,
                *, out=None, backend="auto", num_splits=None):
     """Decode attention for one new token per sequence over a (possibly paged) KV cache.
 
-    ``backend="auto"`` runs the Triton kernel on CUDA when Triton is installed and the PyTorch path
-    elsewhere; ``"triton"`` on CPU tensors runs the kernel in Triton's interpreter (slow: tests only).
-    ``num_splits`` overrides how many pieces the Triton kernel cuts each sequence into. ``out``, a
+    ``backend="auto"`` runs the Triton kernel on CUDA when Triton is installed, the C kernel on the
+    CPU (``kernels/cpu_decode.c``, compiled on first use) and the PyTorch path where neither can;
+    ``"triton"`` on CPU tensors runs the kernel in Triton's interpreter (slow: tests only).
+    ``num_splits`` overrides how many pieces the Triton or C kernel cuts each sequence into. ``out``, a
     preallocated ``(batch, H, d)`` tensor, receives the result (every element is written).
     Returns the output or, with ``return_lse``, ``(output, lse)``.
     """
     shape = check_inputs(q, k_cache, v_cache, cache_seqlens, block_table, scale, out)
     out = torch.empty_like(q) if out is None else out
     scale = default_scale(shape.head_dim) if scale is None else float(scale)
-    if choose_backend(q.device, backend) == "triton":
+    backend = choose_backend(q.device, backend, q.dtype, shape.head_dim)
+    if backend == "triton":
         from kernels.triton_decode import gqa_decode_triton
         if q.dtype == torch.bfloat16 and q.device.type != "cuda":
             raise ValueError("the Triton interpreter cannot compute in bfloat16; use float16 or float32 on CPU")
         lse = gqa_decode_triton(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, out,
                                 num_splits=num_splits)
+    elif backend == "cpu":
+        from kernels.cpu_decode import gqa_decode_cpu
+        lse = gqa_decode_cpu(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, out,
+                             splits=num_splits)
     else:
         from kernels.torch_decode import gqa_decode_torch
         lse = gqa_decode_torch(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, out)

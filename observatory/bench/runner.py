@@ -11,7 +11,7 @@ from kernels import gqa_decode
 from kernels.api import choose_backend
 from kernels.peers import available_peers
 from observatory import roofline
-from observatory.bench.shapes import AttentionShape, make_inputs, rotation_copies
+from observatory.bench.shapes import TORCH_DTYPES, AttentionShape, make_inputs, rotation_copies
 from observatory.bench.timing import Contender, Timing, copy_contender, time_interleaved
 from observatory.geometry import Geometry
 from observatory.hardware import Device, match_device
@@ -77,6 +77,7 @@ class CaseResult:
     ceiling_bytes_per_s: float
     peers: dict[str, Timing] = field(default_factory=dict)
     peer_errors: dict[str, str] = field(default_factory=dict)
+    other_backends: dict[str, Timing] = field(default_factory=dict)  # our other implementations, same run
     predicted_s: float | None = None
     prediction_basis: str | None = None
 
@@ -95,10 +96,15 @@ class CaseResult:
 
 def measure(shape: AttentionShape, dtype: str, device: LocalDevice, *, geometry: Geometry | None = None,
             peers: bool = True, warmup: int = 1, repeats: int = 10, backend: str = "auto",
-            rotate_bytes: int | None = None, copy_bytes: int | None = None) -> CaseResult:
-    """Time our kernel, each available peer and a large copy on one shape, interleaved."""
+            rotate_bytes: int | None = None, copy_bytes: int | None = None,
+            also_backends: tuple[str, ...] = ()) -> CaseResult:
+    """Time our kernel, each available peer and a large copy on one shape, interleaved.
+
+    ``also_backends`` times other implementations of ours in the same rounds (say, the PyTorch path
+    beside the C kernel); they are reported in ``other_backends``, never as peers.
+    """
     torch_device = device.torch_device
-    backend = choose_backend(torch_device, backend)
+    backend = choose_backend(torch_device, backend, TORCH_DTYPES[dtype], shape.head_dim)
     probe = make_inputs(shape, dtype, torch_device, copies=1)[0]
     kv_bytes = probe[1].nbytes + probe[2].nbytes
     per_copy = sum(t.nbytes for t in probe)
@@ -107,6 +113,10 @@ def measure(shape: AttentionShape, dtype: str, device: LocalDevice, *, geometry:
     inputs = make_inputs(shape, dtype, torch_device, copies=copies)
 
     contenders = [Contender("ours", lambda args: gqa_decode(*args, backend=backend), inputs)]
+    others = [b for b in also_backends if b != backend]
+    for other in others:
+        choose_backend(torch_device, other, TORCH_DTYPES[dtype], shape.head_dim)  # refuse what cannot run
+        contenders.append(Contender(f"backend:{other}", lambda args, b=other: gqa_decode(*args, backend=b), inputs))
     errors: dict[str, str] = {}
     if peers:
         prepared_by: dict = {}  # peers that share a layout share its (timed-outside) copies
@@ -124,8 +134,9 @@ def measure(shape: AttentionShape, dtype: str, device: LocalDevice, *, geometry:
 
     timings = time_interleaved(contenders, torch_device, warmup=warmup, repeats=repeats)
     ceiling = copy_moved / timings.pop("copy").median_s
+    other_times = {other: timings.pop(f"backend:{other}") for other in others}
     result = CaseResult(shape=shape, dtype=dtype, backend=backend, ours=timings.pop("ours"), kv_bytes=kv_bytes,
-                        ceiling_bytes_per_s=ceiling, peers=timings, peer_errors=errors)
+                        ceiling_bytes_per_s=ceiling, peers=timings, peer_errors=errors, other_backends=other_times)
     if geometry is not None:
         result.predicted_s, result.prediction_basis = predict(geometry, shape, dtype, device, ceiling)
     return result

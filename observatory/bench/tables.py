@@ -28,7 +28,7 @@ class BenchResult(SQLModel, table=True):
     device_type: str = Field(max_length=20)  # cpu | cuda
     catalog_device_id: str | None = Field(default=None, max_length=50)  # hardware.json id when matched
     software: dict = Field(default_factory=dict, sa_type=sa.JSON)  # torch, triton, python, threads
-    backend: str | None = Field(default=None, max_length=20)  # triton | torch
+    backend: str | None = Field(default=None, max_length=20)  # triton | cpu | torch
     dtype: str = Field(max_length=10)  # fp32 | fp16 | bf16
     batch: int
     num_heads: int | None = None

@@ -14,6 +14,7 @@ import torch
 from click.testing import CliRunner
 from sqlmodel import select
 
+from kernels.api import choose_backend
 from observatory.bench.jobs import UnknownModel, bench_models, bench_new_models, notable_unbenchmarked
 from observatory.bench.runner import local_device, measure
 from observatory.bench.shapes import AttentionShape, SkipShape, attention_shape, rotation_copies
@@ -51,8 +52,8 @@ def test_results_are_measured_and_stored(engine):
         ("org/small-gqa", 1, "ok"), ("org/small-gqa", 2, "ok"), ("org/small-mla", 1, "skipped"),
         ("org/small-mla", 2, "skipped")]
     ok = rows[0]
-    assert (ok.num_heads, ok.num_kv_heads, ok.head_dim, ok.context, ok.dtype, ok.backend) == (8, 2, 64, 100, "fp32",
-                                                                                              "torch")
+    assert (ok.num_heads, ok.num_kv_heads, ok.head_dim, ok.context, ok.dtype) == (8, 2, 64, 100, "fp32")
+    assert ok.backend == choose_backend(torch.device("cpu"), "auto", torch.float32, 64)  # the C kernel where it builds
     assert ok.kv_bytes == 2 * 1 * 100 * 2 * 64 * 4
     assert ok.median_s > 0 and ok.min_s <= ok.median_s and ok.runs == 2
     assert ok.bytes_per_s == pytest.approx(ok.kv_bytes / ok.median_s)
@@ -122,6 +123,16 @@ def test_measure_counts_the_bytes_read():
     assert case.ours.runs == 1 and case.kv_bytes == 2 * 8 * 2 * 64 * 4 and not case.peer_errors
 
 
+def test_measure_times_our_other_implementations_apart_from_the_peers():
+    shape = AttentionShape(batch=1, num_heads=4, num_kv_heads=2, head_dim=64, context=8)
+    case = measure(shape, "fp32", local_device(), repeats=1, peers=False, also_backends=("torch", "cpu"), **FAST)
+    assert case.backend in ("cpu", "torch") and not case.peers
+    assert set(case.other_backends) == {"torch", "cpu"} - {case.backend}
+    assert all(t.runs == 1 and t.median_s > 0 for t in case.other_backends.values())
+    with pytest.raises(ValueError, match="backend must be one of"):
+        measure(shape, "fp32", local_device(), repeats=1, peers=False, also_backends=("gpu",), **FAST)
+
+
 def test_attention_shape_skips_what_the_kernel_cannot_run():
     assert attention_shape(parse_geometry(SMALL_GQA), 2, 10) == AttentionShape(2, 8, 2, 64, 10)
     with pytest.raises(SkipShape, match="MLA"):
@@ -169,7 +180,7 @@ def test_cli_benchmarks_and_stores(engine, settings):
     text = subprocess.run([*_cli(), "bench", "--model", "org/small-gqa", "--context", "32", "--repeats", "1",
                            "--no-peers", "--no-store"], env=env, capture_output=True, text=True, timeout=300)
     assert text.returncode == 0, text.stderr
-    assert "org/small-gqa  b=1 L=32 fp32  H=8 K=2 d=64  torch" in text.stdout and "% of copy" in text.stdout
+    assert f"org/small-gqa  b=1 L=32 fp32  H=8 K=2 d=64  {lines[0]['backend']}" in text.stdout and "% of copy" in text.stdout
     with session_scope(engine) as session:
         assert len(session.exec(select(BenchResult)).all()) == 2  # --no-store
 

@@ -1,0 +1,224 @@
+/* Grouped decode attention on the CPU, in the FlashAttention cache layout (kernels/cpu_decode.py
+   builds and calls it; kernels/reference.py is the definition it is tested against).
+
+   Why C and not PyTorch ops: in the layout (…, token, K heads, d) one cached token is one
+   contiguous row of all K heads. Any head-by-head pass (PyTorch's CPU attention kernels, SDPA,
+   batched matmuls over strided views) reads 512-byte pieces 4 KB apart, which the hardware
+   prefetchers stream badly; and those kernels are not built for G query rows. Here a work item is
+   one slice of one sequence's tokens; it reads each K row and each V row once, front to back, and
+   serves all K heads and all G query heads of each from that one read, with register tiles so the
+   arithmetic keeps up with memory.
+
+   Math, per query head h (KV head h / G), over the tokens of one slice in blocks of T:
+       s_t   = scale · q_h · k_t                              scores of the block
+       m'    = max(m, max_t s_t),   α = exp(m − m')             running max and rescale factor
+       l     = α·l + Σ_t exp(s_t − m')
+       acc   = α·acc + Σ_t exp(s_t − m') · v_t
+   and at the end of the slice o = acc / l, lse = m + log l. The slices of one sequence are merged
+   by their lse in Python (kernels/torch_decode.merge), as Flash-Decoding does on a GPU.
+
+   Built with -ffast-math (vectorised expf from libmvec), so no infinity ever enters the
+   arithmetic: the running max starts at NEG, and an empty slice reports lse = NEG, which the
+   caller turns into −inf. All arithmetic is float32; fp16/bf16 inputs are widened on load. */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { F32 = 0, F16 = 1, BF16 = 2 };
+#define T 32          /* tokens per block: scores of a block stay in L1 */
+#define W 16          /* floats per vector */
+#define NT 4          /* key rows per score tile (T is a multiple) */
+#define NEG -1e30f
+
+typedef float v16 __attribute__((vector_size(64), aligned(4)));
+typedef _Float16 h16 __attribute__((vector_size(32), aligned(2)));
+typedef unsigned short u16x16 __attribute__((vector_size(32), aligned(2)));
+typedef unsigned int u32x16 __attribute__((vector_size(64)));
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* W elements of a cache or query row starting at element i, widened to float32. */
+INLINE v16 load(int dt, const void *base, long i) {
+    if (dt == F32) return *(const v16 *)((const float *)base + i);
+    if (dt == F16) return __builtin_convertvector(*(const h16 *)((const _Float16 *)base + i), v16);
+    u32x16 wide = __builtin_convertvector(*(const u16x16 *)((const unsigned short *)base + i), u32x16);
+    return (v16)(wide << 16);  /* bfloat16 is the top half of a float32 */
+}
+
+INLINE float load1(int dt, const void *base, long i) {
+    if (dt == F32) return ((const float *)base)[i];
+    if (dt == F16) return (float)((const _Float16 *)base)[i];
+    union { unsigned int u; float f; } x = { .u = (unsigned int)((const unsigned short *)base)[i] << 16 };
+    return x.f;
+}
+
+INLINE float hsum(v16 x) {
+    float s = 0;
+    for (int i = 0; i < W; i++) s += x[i];
+    return s;
+}
+
+/* Scores of GT query rows (qs, float32, row stride D) against NT key rows (element offsets rows[u] +
+   off): each key vector is loaded once for the GT rows, each query vector once for the NT tokens,
+   and the GT·NT accumulators are independent, so the FMAs do not wait on each other. */
+INLINE void qk_tile(int dt, int GT, const float *qs, int D, const void *k, const long *rows, long off,
+                    float *sc) {
+    v16 a[4][NT];
+    for (int g = 0; g < GT; g++)
+        for (int u = 0; u < NT; u++) a[g][u] = (v16){0};
+    for (int e = 0; e < D; e += W) {
+        v16 kv[NT];
+        for (int u = 0; u < NT; u++) kv[u] = load(dt, k, rows[u] + off + e);
+        for (int g = 0; g < GT; g++) {
+            v16 qv = *(const v16 *)(qs + g * D + e);
+            for (int u = 0; u < NT; u++) a[g][u] += qv * kv[u];
+        }
+    }
+    for (int g = 0; g < GT; g++)
+        for (int u = 0; u < NT; u++) sc[g * T + u] = hsum(a[g][u]);
+}
+
+/* acc[g][e0 : e0 + NV·W] += Σ_j p[g][j] · v_j[e0 : …] for GT query rows: the accumulators live in
+   registers across the block's tokens, and each V vector is loaded once for the GT rows. */
+INLINE void pv_tile(int dt, int GT, int NV, const float *p, float *acc, int D, int e0,
+                    const void *v, const long *rows, int n) {
+    v16 r[4][4];
+    for (int g = 0; g < GT; g++)
+        for (int c = 0; c < NV; c++) r[g][c] = *(v16 *)(acc + g * D + e0 + c * W);
+    for (int j = 0; j < n; j++) {
+        v16 x[4];
+        for (int c = 0; c < NV; c++) x[c] = load(dt, v, rows[j] + e0 + c * W);
+        for (int g = 0; g < GT; g++) {
+            float pj = p[g * T + j];
+            for (int c = 0; c < NV; c++) r[g][c] += pj * x[c];
+        }
+    }
+    for (int g = 0; g < GT; g++)
+        for (int c = 0; c < NV; c++) *(v16 *)(acc + g * D + e0 + c * W) = r[g][c];
+}
+
+/* Constant tile sizes, so each call above compiles to straight-line register code. */
+INLINE void qk_dispatch(int dt, int GT, const float *qs, int D, const void *k, const long *rows, long off, float *sc) {
+    if (GT == 4) qk_tile(dt, 4, qs, D, k, rows, off, sc);
+    else if (GT == 2) qk_tile(dt, 2, qs, D, k, rows, off, sc);
+    else qk_tile(dt, 1, qs, D, k, rows, off, sc);
+}
+
+INLINE void pv_dispatch(int dt, int GT, const float *p, float *acc, int D, const void *v, const long *rows,
+                        int n) {
+    int e0 = 0;
+    for (; e0 + 4 * W <= D; e0 += 4 * W) {
+        if (GT == 4) pv_tile(dt, 4, 4, p, acc, D, e0, v, rows, n);
+        else if (GT == 2) pv_tile(dt, 2, 4, p, acc, D, e0, v, rows, n);
+        else pv_tile(dt, 1, 4, p, acc, D, e0, v, rows, n);
+    }
+    for (; e0 < D; e0 += W) {
+        if (GT == 4) pv_tile(dt, 4, 1, p, acc, D, e0, v, rows, n);
+        else if (GT == 2) pv_tile(dt, 2, 1, p, acc, D, e0, v, rows, n);
+        else pv_tile(dt, 1, 1, p, acc, D, e0, v, rows, n);
+    }
+}
+
+typedef struct {
+    const void *q, *k, *v;
+    long q_batch, q_head;                 /* strides in elements */
+    long k_page, k_row, k_head, v_page, v_row, v_head;
+    const int *table;                     /* (batch, table_width): page of each block of tokens */
+    long table_width;
+    int block_size;                       /* tokens per page (a contiguous cache: its max_seqlen) */
+    const int *lengths;
+    int splits, K, G, D;
+    float scale;
+} Problem;
+
+/* One work item: tokens [t0, t1) of sequence b, all heads; writes H rows of out and lse. */
+INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, float *out, float *lse) {
+    const int K = P->K, G = P->G, D = P->D, H = K * G;
+    const int GT = G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1;
+    float *qs = ws, *acc = qs + (long)H * D, *sc = acc + (long)H * D, *m = sc + (long)H * T, *l = m + H;
+    long krow[T + NT], vrow[T];
+    for (int h = 0; h < H; h++) {
+        for (int e = 0; e < D; e++) qs[h * D + e] = load1(dt, P->q, b * P->q_batch + h * P->q_head + e) * P->scale;
+        m[h] = NEG;
+        l[h] = 0;
+    }
+    memset(acc, 0, sizeof(float) * H * D);
+    const int *pages = P->table + b * P->table_width;
+    for (int tb = t0; tb < t1; tb += T) {
+        const int n = t1 - tb < T ? t1 - tb : T;
+        for (int j = 0; j < n; j++) {
+            long page = pages[(tb + j) / P->block_size], slot = (tb + j) % P->block_size;
+            krow[j] = page * P->k_page + slot * P->k_row;
+            vrow[j] = page * P->v_page + slot * P->v_row;
+        }
+        for (int j = n; j < n + NT; j++) krow[j] = krow[n - 1];  /* pad the last tile by repeating a row */
+        for (int j = 0; j < n; j += NT)
+            for (int kh = 0; kh < K; kh++)
+                for (int g = 0; g < G; g += GT)
+                    qk_dispatch(dt, GT, qs + (kh * G + g) * D, D, P->k, krow + j, kh * P->k_head,
+                                sc + (kh * G + g) * T + j);
+        for (int h = 0; h < H; h++) {
+            float *s = sc + h * T, top = m[h], total = 0;
+            for (int j = 0; j < n; j++) top = s[j] > top ? s[j] : top;
+            const float alpha = expf(m[h] - top);
+            for (int j = 0; j < n; j++) {
+                s[j] = expf(s[j] - top);
+                total += s[j];
+            }
+            m[h] = top;
+            l[h] = l[h] * alpha + total;
+            for (int e = 0; e < D; e++) acc[h * D + e] *= alpha;
+        }
+        for (int kh = 0; kh < K; kh++) {
+            long rows[T];
+            for (int j = 0; j < n; j++) rows[j] = vrow[j] + kh * P->v_head;
+            for (int g = 0; g < G; g += GT)
+                pv_dispatch(dt, GT, sc + (kh * G + g) * T, acc + (kh * G + g) * D, D, P->v, rows, n);
+        }
+    }
+    for (int h = 0; h < H; h++) {
+        const float inv = l[h] > 0 ? 1 / l[h] : 0;
+        for (int e = 0; e < D; e++) out[h * D + e] = acc[h * D + e] * inv;
+        lse[h] = l[h] > 0 ? m[h] + logf(l[h]) : NEG;
+    }
+}
+
+INLINE int run(int dt, const Problem *P, int batch, int threads, float *out_part, float *lse_part) {
+    const int H = P->K * P->G, S = P->splits;
+    const size_t ws_floats = (size_t)H * (2 * P->D + T + 2);
+    int failed = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        float *ws = aligned_alloc(64, (ws_floats * sizeof(float) + 63) / 64 * 64);
+        if (!ws) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (long item = 0; item < (long)batch * S; item++) {
+            if (!ws) continue;
+            const int b = item / S, s = item % S, L = P->lengths[b];
+            const int per = ((L + S - 1) / S + T - 1) / T * T;  /* whole blocks, except the last */
+            const int t0 = s * per < L ? s * per : L, t1 = t0 + per < L ? t0 + per : L;
+            attend(dt, P, b, t0, t1, ws, out_part + item * H * P->D, lse_part + item * H);
+        }
+        free(ws);
+    }
+    return failed ? -1 : 0;
+}
+
+/* Exported: one call per decode step. out_part (batch, splits, H, D) and lse_part (batch, splits, H)
+   are float32 and contiguous. Returns 0, or -1 when a thread could not allocate its workspace. */
+int gqa_decode_cpu(int dtype, const void *q, long q_batch, long q_head,
+                   const void *k, long k_page, long k_row, long k_head,
+                   const void *v, long v_page, long v_row, long v_head,
+                   const int *table, long table_width, int block_size, const int *lengths,
+                   int batch, int splits, int K, int G, int D, float scale, int threads,
+                   float *out_part, float *lse_part) {
+    const Problem P = {q, k, v, q_batch, q_head, k_page, k_row, k_head, v_page, v_row, v_head,
+                       table, table_width, block_size, lengths, splits, K, G, D, scale};
+    if (dtype == F32) return run(F32, &P, batch, threads, out_part, lse_part);
+    if (dtype == F16) return run(F16, &P, batch, threads, out_part, lse_part);
+    return run(BF16, &P, batch, threads, out_part, lse_part);
+}

@@ -1,0 +1,181 @@
+"""The C decode kernel (``cpu_decode.c``): built on first use with the system C compiler, then called
+through ctypes.
+
+Why ctypes and not a PyTorch C++ extension: the kernel needs neither Python's nor PyTorch's headers,
+so it compiles in under a second with any C compiler (``$CC``, else ``cc``), and the shared object
+is cached under ``$XDG_CACHE_HOME/gqa-observatory/kernels`` (default ``~/.cache``), named by a hash
+of the source, the flags, the compiler and this CPU's feature flags (it is built with
+``-march=native``). It links ``libgomp.so.1``, which PyTorch has already loaded, so its OpenMP
+threads are PyTorch's own (``torch.get_num_threads()``), not a second pool competing for the cores.
+
+Where no compiler is found or the build fails, ``backend="auto"`` falls back to the PyTorch path and
+``unavailable_reason()`` says why; asking for ``backend="cpu"`` then raises with that reason.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+
+SOURCE = Path(__file__).with_name("cpu_decode.c")
+FLAGS = ("-O3", "-march=native", "-ffast-math", "-fopenmp", "-shared", "-fPIC")
+LIBS = ("-lm",)  # libmvec: the vectorised expf that -ffast-math calls
+DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+NEG = -1e30  # the kernel's "no tokens" log-sum-exp (it never computes with infinities)
+VECTOR = 16  # floats per vector in the kernel: head_dim must be a multiple
+MIN_SPLIT_TOKENS = 512  # a slice shorter than this costs more to merge than it gains in parallelism
+BUILD_TIMEOUT_S = 120
+
+
+class BuildError(RuntimeError):
+    """The C kernel could not be compiled or loaded."""
+
+
+def default_cache_dir() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "gqa-observatory" / "kernels"
+
+
+def build(cc: str | None = None, cache_dir: Path | None = None) -> Path:
+    """Compile ``cpu_decode.c`` unless a build of this exact source, flags, compiler and CPU is cached;
+    return the shared object's path. Concurrent builders are safe: each writes a private temporary
+    file and renames it into place."""
+    cc = cc or os.environ.get("CC") or "cc"
+    compiler = shutil.which(cc)
+    if compiler is None:
+        raise BuildError(f"no C compiler: {cc!r} is not on PATH (set CC to one)")
+    cache_dir = Path(cache_dir or default_cache_dir())
+    source = SOURCE.read_bytes()
+    key = hashlib.sha256(b"\0".join([source, " ".join(FLAGS + LIBS).encode(), _compiler_identity(compiler),
+                                     _cpu_flags()])).hexdigest()[:16]
+    target = cache_dir / f"cpu_decode-{key}.so"
+    if target.exists():
+        return target
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        fd, partial = tempfile.mkstemp(prefix=target.stem, suffix=".so.partial", dir=cache_dir)
+        os.close(fd)
+    except OSError as exc:
+        raise BuildError(f"cannot write the kernel cache {cache_dir}: {exc}") from None
+    try:
+        done = subprocess.run([compiler, *FLAGS, str(SOURCE), "-o", partial, *LIBS], capture_output=True,
+                              text=True, timeout=BUILD_TIMEOUT_S)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+            raise BuildError(f"{cc} failed to compile {SOURCE.name} (exit {done.returncode}): " + " | ".join(tail))
+        os.replace(partial, target)
+    except subprocess.TimeoutExpired:
+        raise BuildError(f"{cc} did not finish compiling {SOURCE.name} in {BUILD_TIMEOUT_S} s") from None
+    finally:
+        Path(partial).unlink(missing_ok=True)
+    return target
+
+
+def _compiler_identity(compiler: str) -> bytes:
+    try:
+        return subprocess.run([compiler, "--version"], capture_output=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return compiler.encode()
+
+
+def _cpu_flags() -> bytes:
+    try:
+        with open("/proc/cpuinfo", "rb") as info:
+            return next((line for line in info if line.startswith(b"flags")), b"")
+    except OSError:
+        return os.uname().machine.encode()
+
+
+def load(path: Path) -> ctypes.CDLL:
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as exc:
+        raise BuildError(f"cannot load {path}: {exc}") from None
+    fn = lib.gqa_decode_cpu
+    p, i, long, f = ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_float
+    fn.argtypes = [i, p, long, long, p, long, long, long, p, long, long, long,  # dtype, q, k, v
+                   p, long, i, p,  # table, table_width, block_size, lengths
+                   i, i, i, i, i, f, i, p, p]  # batch, splits, K, G, D, scale, threads, out, lse
+    fn.restype = ctypes.c_int
+    return lib
+
+
+@functools.cache
+def _library() -> tuple[ctypes.CDLL | None, str | None]:
+    try:
+        return load(build()), None
+    except BuildError as exc:
+        return None, str(exc)
+
+
+def available() -> bool:
+    return _library()[0] is not None
+
+
+def unavailable_reason() -> str | None:
+    """Why the C kernel cannot run here (None when it can)."""
+    return _library()[1]
+
+
+def unsupported(device: torch.device, dtype: torch.dtype, head_dim: int) -> str | None:
+    """Why these inputs need another implementation (None when the C kernel takes them)."""
+    if device.type != "cpu":
+        return f"the C kernel runs on the CPU, not {device.type}"
+    if dtype not in DTYPE_CODES:
+        return f"the C kernel does not take {dtype}"
+    if head_dim % VECTOR:
+        return f"the C kernel needs head_dim a multiple of {VECTOR}, got {head_dim}"
+    return unavailable_reason()
+
+
+def splits_for(batch: int, longest: int, threads: int) -> int:
+    """Slices per sequence: enough work items for every thread (twice over, for balance), none
+    shorter than MIN_SPLIT_TOKENS."""
+    wanted = -(-2 * threads // batch) if batch < 2 * threads else 1
+    return max(1, min(wanted, longest // MIN_SPLIT_TOKENS))
+
+
+def gqa_decode_cpu(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, out, splits=None):
+    """Write the attention output into ``out`` and return the log-sum-exp ``(batch, H)`` float32.
+
+    Inputs are already checked by ``kernels.api.check_inputs``. ``splits`` overrides how many slices
+    each sequence is cut into (tests use it to exercise the merge on short sequences).
+    """
+    from kernels.torch_decode import merge
+
+    lib, reason = _library()
+    if lib is None:
+        raise BuildError(reason)
+    b, H, d = shape.batch, shape.num_heads, shape.head_dim
+    lengths = cache_seqlens.contiguous()
+    if block_table is None:  # a contiguous cache is a paged one with one page per sequence
+        table = torch.arange(b, dtype=torch.int32).view(b, 1)
+    else:
+        table = block_table.contiguous()
+    threads = torch.get_num_threads()
+    splits = splits or splits_for(b, int(lengths.max()), threads)
+    out_part = torch.empty(b, splits, H, d, dtype=torch.float32)
+    lse_part = torch.empty(b, splits, H, dtype=torch.float32)
+    status = lib.gqa_decode_cpu(
+        DTYPE_CODES[q.dtype], q.data_ptr(), q.stride(0), q.stride(1),
+        k_cache.data_ptr(), *k_cache.stride()[:3], v_cache.data_ptr(), *v_cache.stride()[:3],
+        table.data_ptr(), table.stride(0), k_cache.shape[1], lengths.data_ptr(),
+        b, splits, shape.num_kv_heads, shape.group_size, d, scale, threads,
+        out_part.data_ptr(), lse_part.data_ptr())
+    if status != 0:
+        raise MemoryError("the C decode kernel could not allocate its per-thread workspace")
+    lse_part.masked_fill_(lse_part <= NEG / 2, float("-inf"))
+    if splits == 1:
+        out.copy_(out_part[:, 0])
+        return lse_part[:, 0]
+    merged, lse = merge(out_part.transpose(0, 1), lse_part.transpose(0, 1))
+    out.copy_(merged)
+    return lse

@@ -1,0 +1,176 @@
+"""The C decode kernel (kernels/cpu_decode.c): correctness against the float64 reference, its build,
+and the fall-back to the PyTorch path where it cannot run."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from kernel_support import ROOT, Case, assert_close, compare, make_inputs
+from kernels import gqa_decode, gqa_decode_reference
+from kernels import cpu_decode
+from kernels.api import choose_backend
+
+pytestmark = pytest.mark.skipif(not cpu_decode.available(), reason=f"C kernel: {cpu_decode.unavailable_reason()}")
+
+# Group sizes 1-16 (tiles of 4, 2 and 1 query rows: G=3 and G=6 take the narrow ones), head dims
+# 64/128/256 and the vector tails of 48 and 80, lengths that split blocks of 32 tokens and the
+# kernel's pairs of tokens unevenly, ragged batches with empty sequences, paged caches, fp16/bf16
+# widened on load, and more slices than a sequence has tokens.
+CPU_CASES = [
+    Case("mha-g1-d64", 4, 4, 64, (37, 5)),
+    Case("gqa-g2-d128", 8, 4, 128, (100,)),
+    Case("gqa-g3-d128", 12, 4, 128, (65, 2)),
+    Case("gqa-g4-d128-ragged", 8, 2, 128, (70, 0, 19, 70)),
+    Case("gqa-g6-d64", 12, 2, 64, (33,)),
+    Case("mqa-g8-d256", 8, 1, 256, (65, 64)),
+    Case("gqa-g16-d64", 32, 2, 64, (33, 1)),
+    Case("d48-tail", 8, 2, 48, (40,)),
+    Case("d80-tail", 8, 4, 80, (31, 32)),
+    Case("fp16-g4", 8, 2, 64, (50, 50, 7), "fp16"),
+    Case("bf16-g8", 16, 2, 128, (41,), "bf16"),
+    Case("paged-bs16", 8, 2, 64, (50, 0, 17), block_size=16),
+    Case("paged-bs7-fp16", 4, 1, 128, (30, 30), "fp16", block_size=7),
+    Case("paged-bs1-bf16", 4, 2, 64, (11, 6), "bf16", block_size=1),
+    Case("all-empty", 4, 2, 64, (0, 0)),
+    Case("custom-scale", 8, 2, 64, (29,), scale=0.3),
+    Case("splits-3", 8, 2, 64, (100, 100, 33), num_splits=3),
+    Case("splits-past-end", 8, 2, 64, (9, 70), num_splits=8),
+    Case("splits-paged-fp16", 8, 2, 128, (90, 45), "fp16", block_size=8, num_splits=4),
+    Case("long-default-splits", 32, 8, 128, (3000, 1500)),
+]
+
+
+def run_cpu(case: Case, seed: int = 0) -> dict:
+    q, k, v, seqlens, block_table = make_inputs(case, seed)
+    poisoned = torch.full_like(q, math.nan)
+    out, lse = gqa_decode(q, k, v, seqlens, block_table, case.scale, return_lse=True, out=poisoned,
+                          backend="cpu", num_splits=case.num_splits)
+    assert out is poisoned
+    return compare(case, out, lse, *gqa_decode_reference(q, k, v, seqlens, block_table, case.scale))
+
+
+@pytest.mark.parametrize("case", CPU_CASES, ids=lambda c: c.id)
+def test_c_kernel_matches_reference(case):
+    assert_close(case, run_cpu(case))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_fresh_inputs_each_seed(seed):
+    assert_close(CPU_CASES[3], run_cpu(CPU_CASES[3], seed))
+
+
+def test_auto_runs_the_c_kernel_on_cpu():
+    assert choose_backend(torch.device("cpu")) == "cpu"
+    case = Case("api", 8, 2, 64, (600, 9))
+    q, k, v, seqlens, _ = make_inputs(case)
+    out, lse = gqa_decode(q, k, v, seqlens, return_lse=True)
+    assert_close(case, compare(case, out, lse, *gqa_decode_reference(q, k, v, seqlens)))
+    assert torch.equal(out, gqa_decode(q, k, v, seqlens, backend="cpu"))
+
+
+def test_strided_caches_and_query():
+    # K and V interleaved in one tensor, q a slice of a wider one: only the last dim is contiguous.
+    gen = torch.Generator().manual_seed(0)
+    kv = torch.randn(2, 80, 2, 4, 64, generator=gen)
+    q = torch.randn(2, 16, 3, 64, generator=gen)[:, :, 1]
+    k, v = kv[:, :, 0], kv[:, :, 1]
+    seqlens = torch.tensor([80, 47], dtype=torch.int32)
+    out = gqa_decode(q, k, v, seqlens, backend="cpu", num_splits=2)
+    ref, _ = gqa_decode_reference(q, k, v, seqlens)
+    assert (out.double() - ref).abs().max() / ref.abs().max() < 2e-5
+
+
+def test_thread_count_does_not_change_the_result():
+    # Every slice is computed the same way whichever thread takes it, so for a fixed number of slices
+    # the results are bit-identical.
+    q, k, v, seqlens, _ = make_inputs(Case("threads", 16, 4, 128, (2000, 700, 0, 1500)))
+    before = torch.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2, 3):
+            torch.set_num_threads(threads)
+            results.append(gqa_decode(q, k, v, seqlens, backend="cpu", num_splits=3))
+    finally:
+        torch.set_num_threads(before)
+    assert all(torch.equal(results[0], r) for r in results[1:])
+
+
+def test_splits_fill_the_threads_but_stay_long():
+    assert cpu_decode.splits_for(batch=1, longest=32768, threads=2) == 4
+    assert cpu_decode.splits_for(batch=3, longest=32768, threads=2) == 2
+    assert cpu_decode.splits_for(batch=8, longest=32768, threads=2) == 1
+    assert cpu_decode.splits_for(batch=1, longest=700, threads=16) == 1  # slices >= 512 tokens
+    assert cpu_decode.splits_for(batch=1, longest=0, threads=2) == 1
+
+
+def test_head_dims_off_the_vector_width_take_the_pytorch_path():
+    case = Case("d72", 8, 2, 72, (20,))
+    q, k, v, seqlens, _ = make_inputs(case)
+    assert choose_backend(q.device, "auto", q.dtype, 72) == "torch"
+    with pytest.raises(ValueError, match="multiple of 16"):
+        gqa_decode(q, k, v, seqlens, backend="cpu")
+    out, lse = gqa_decode(q, k, v, seqlens, return_lse=True)
+    assert_close(case, compare(case, out, lse, *gqa_decode_reference(q, k, v, seqlens)))
+
+
+# -- the build ---------------------------------------------------------------------------------------
+
+def test_build_is_cached_by_content(tmp_path):
+    first = cpu_decode.build(cache_dir=tmp_path)
+    stamp = first.stat().st_mtime_ns
+    assert cpu_decode.build(cache_dir=tmp_path) == first and first.stat().st_mtime_ns == stamp
+    assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no partial files left behind
+    assert len(cpu_decode.load(first).gqa_decode_cpu.argtypes) == 25
+
+
+def test_missing_compiler_is_a_clear_build_error(tmp_path):
+    with pytest.raises(cpu_decode.BuildError, match="no C compiler: 'no-such-cc'"):
+        cpu_decode.build(cc="no-such-cc", cache_dir=tmp_path)
+
+
+def test_failing_compiler_is_a_clear_build_error(tmp_path):
+    with pytest.raises(cpu_decode.BuildError, match="false failed to compile cpu_decode.c"):
+        cpu_decode.build(cc="false", cache_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unwritable_cache_is_a_clear_build_error(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    with pytest.raises(cpu_decode.BuildError, match="cannot write the kernel cache"):
+        cpu_decode.build(cache_dir=blocked / "kernels")
+
+
+FALLBACK_SCRIPT = """
+import json, torch
+from kernels import cpu_decode, gqa_decode
+from kernels.api import choose_backend
+q, k = torch.randn(1, 8, 64), torch.randn(1, 30, 2, 64)
+seqlens = torch.tensor([30], dtype=torch.int32)
+result = {"auto": choose_backend(torch.device("cpu")), "reason": cpu_decode.unavailable_reason(),
+          "same_as_torch": torch.equal(gqa_decode(q, k, k, seqlens), gqa_decode(q, k, k, seqlens, backend="torch"))}
+try:
+    gqa_decode(q, k, k, seqlens, backend="cpu")
+except ValueError as exc:
+    result["explicit"] = str(exc)
+print(json.dumps(result))
+"""
+
+
+def test_without_a_compiler_auto_falls_back_to_the_pytorch_path(tmp_path):
+    # A fresh process, so the kernel is looked up from scratch with no compiler on offer.
+    env = os.environ | {"CC": "no-such-cc", "XDG_CACHE_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", FALLBACK_SCRIPT], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["auto"] == "torch" and result["same_as_torch"]
+    assert "no C compiler" in result["reason"]
+    assert "backend='cpu' cannot run these inputs: no C compiler" in result["explicit"]
