@@ -27,8 +27,7 @@
 
 enum { F32 = 0, F16 = 1, BF16 = 2 };
 #define T 32          /* tokens per block: scores of a block stay in L1 */
-#define W 16          /* floats per vector */
-#define NT 4          /* key rows per score tile (T is a multiple) */
+#define W 16          /* floats per vector; T is a multiple */
 #define NEG -1e30f
 
 typedef float v16 __attribute__((vector_size(64), aligned(4)));
@@ -53,30 +52,42 @@ INLINE float load1(int dt, const void *base, long i) {
     return x.f;
 }
 
-INLINE float hsum(v16 x) {
-    float s = 0;
-    for (int i = 0; i < W; i++) s += x[i];
-    return s;
+/* Sixteen dot products at once: lane i of the result is the sum of the lanes of x[i]. Four rounds
+   of "add the two halves of a pair of vectors", each halving the partial sums per vector, instead of
+   sixteen separate horizontal sums. */
+INLINE v16 reduce16(v16 *x) {
+    for (int i = 0; i < 8; i++)
+        x[i] = __builtin_shufflevector(x[2 * i], x[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+               __builtin_shufflevector(x[2 * i], x[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    for (int i = 0; i < 4; i++)
+        x[i] = __builtin_shufflevector(x[2 * i], x[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+               __builtin_shufflevector(x[2 * i], x[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    for (int i = 0; i < 2; i++)
+        x[i] = __builtin_shufflevector(x[2 * i], x[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29) +
+               __builtin_shufflevector(x[2 * i], x[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
+    return __builtin_shufflevector(x[0], x[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
+           __builtin_shufflevector(x[0], x[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
 }
 
-/* Scores of GT query rows (qs, float32, row stride D) against NT key rows (element offsets rows[u] +
-   off): each key vector is loaded once for the GT rows, each query vector once for the NT tokens,
-   and the GT·NT accumulators are independent, so the FMAs do not wait on each other. */
+/* Scores of GT query rows (qs, float32, row stride D) against NT = 16 / GT key rows (element offsets
+   rows[u] + off): each key vector is loaded once for the GT rows, each query vector once for the NT
+   tokens, and the 16 accumulators are independent, so the FMAs do not wait on each other. */
 INLINE void qk_tile(int dt, int GT, const float *qs, int D, const void *k, const long *rows, long off,
                     float *sc) {
-    v16 a[4][NT];
-    for (int g = 0; g < GT; g++)
-        for (int u = 0; u < NT; u++) a[g][u] = (v16){0};
+    const int NT = W / GT;
+    v16 a[W];
+    for (int i = 0; i < W; i++) a[i] = (v16){0};
     for (int e = 0; e < D; e += W) {
-        v16 kv[NT];
+        v16 kv[W];
         for (int u = 0; u < NT; u++) kv[u] = load(dt, k, rows[u] + off + e);
         for (int g = 0; g < GT; g++) {
             v16 qv = *(const v16 *)(qs + g * D + e);
-            for (int u = 0; u < NT; u++) a[g][u] += qv * kv[u];
+            for (int u = 0; u < NT; u++) a[g * NT + u] += qv * kv[u];
         }
     }
+    v16 s = reduce16(a);
     for (int g = 0; g < GT; g++)
-        for (int u = 0; u < NT; u++) sc[g * T + u] = hsum(a[g][u]);
+        for (int u = 0; u < NT; u++) sc[g * T + u] = s[g * NT + u];
 }
 
 /* acc[g][e0 : e0 + NV·W] += Σ_j p[g][j] · v_j[e0 : …] for GT query rows: the accumulators live in
@@ -137,7 +148,7 @@ INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, f
     const int K = P->K, G = P->G, D = P->D, H = K * G;
     const int GT = G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1;
     float *qs = ws, *acc = qs + (long)H * D, *sc = acc + (long)H * D, *m = sc + (long)H * T, *l = m + H;
-    long krow[T + NT], vrow[T];
+    long krow[T + W], vrow[T];
     for (int h = 0; h < H; h++) {
         for (int e = 0; e < D; e++) qs[h * D + e] = load1(dt, P->q, b * P->q_batch + h * P->q_head + e) * P->scale;
         m[h] = NEG;
@@ -152,7 +163,8 @@ INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, f
             krow[j] = page * P->k_page + slot * P->k_row;
             vrow[j] = page * P->v_page + slot * P->v_row;
         }
-        for (int j = n; j < n + NT; j++) krow[j] = krow[n - 1];  /* pad the last tile by repeating a row */
+        for (int j = n; j < n + W; j++) krow[j] = krow[n - 1];  /* pad the last tile by repeating a row */
+        const int NT = W / GT;
         for (int j = 0; j < n; j += NT)
             for (int kh = 0; kh < K; kh++)
                 for (int g = 0; g < G; g += GT)

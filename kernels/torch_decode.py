@@ -1,4 +1,6 @@
-"""Grouped decode attention in PyTorch, for devices without Triton (the CPU here).
+"""Grouped decode attention in PyTorch ops: the implementation for inputs neither the Triton kernel
+(CUDA) nor the C kernel (``cpu_decode.c``: CPU, a C compiler, head_dim a multiple of 16) can take,
+and a second, independent implementation the tests hold the others to.
 
 Two ideas, both borrowed from the GPU kernels:
 
