@@ -8,7 +8,7 @@ interleaved rounds). Shapes are one attention layer of each model, batch 1 by de
 "ours" is what ``gqa_decode`` runs by default (the C kernel on a CPU, Triton on CUDA); on a CPU the
 "torch path" column times our pure-PyTorch implementation in the same rounds, for comparison.
 
-    python benchmarks/decode_attention.py                     # CPU table (fp32), about 2 minutes
+    python benchmarks/decode_attention.py                     # CPU table (fp32), about 5 minutes
     python benchmarks/decode_attention.py --contexts 32768 --models llama-3-8b   # the floor row
     python benchmarks/decode_attention.py --device cuda --dtype bf16 --batches 1 8   # a GPU
 
@@ -55,7 +55,8 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", choices=["fp32", "fp16", "bf16"], default=None,
                         help="default: fp32 on the CPU, bf16 on CUDA")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=20,
+                        help="interleaved rounds; the median shrugs off a burst from a noisy neighbour")
     parser.add_argument("--backend", choices=["auto", "cpu", "torch", "triton"], default="auto",
                         help="which of our implementations is 'ours' (default: what gqa_decode picks)")
     parser.add_argument("--no-peers", action="store_true")

@@ -26,7 +26,10 @@ from pathlib import Path
 import torch
 
 SOURCE = Path(__file__).with_name("cpu_decode.c")
-FLAGS = ("-O3", "-march=native", "-ffast-math", "-fopenmp", "-shared", "-fPIC")
+COMPILE_FLAGS = ("-O3", "-march=native", "-ffast-math", "-fopenmp", "-fPIC")
+# Linked in a second step, without -ffast-math: given it at link time GCC < 13 adds crtfastmath.o,
+# whose constructor turns on flush-to-zero for the whole process the library is loaded into.
+LINK_FLAGS = ("-shared", "-fopenmp")
 LIBS = ("-lm",)  # libmvec: the vectorised expf that -ffast-math calls
 DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 NEG = -1e30  # the kernel's "no tokens" log-sum-exp (it never computes with infinities)
@@ -54,8 +57,8 @@ def build(cc: str | None = None, cache_dir: Path | None = None) -> Path:
         raise BuildError(f"no C compiler: {cc!r} is not on PATH (set CC to one)")
     cache_dir = Path(cache_dir or default_cache_dir())
     source = SOURCE.read_bytes()
-    key = hashlib.sha256(b"\0".join([source, " ".join(FLAGS + LIBS).encode(), _compiler_identity(compiler),
-                                     _cpu_flags()])).hexdigest()[:16]
+    flags = " ".join(COMPILE_FLAGS + LINK_FLAGS + LIBS).encode()
+    key = hashlib.sha256(b"\0".join([source, flags, _compiler_identity(compiler), _cpu_flags()])).hexdigest()[:16]
     target = cache_dir / f"cpu_decode-{key}.so"
     if target.exists():
         return target
@@ -65,18 +68,25 @@ def build(cc: str | None = None, cache_dir: Path | None = None) -> Path:
         os.close(fd)
     except OSError as exc:
         raise BuildError(f"cannot write the kernel cache {cache_dir}: {exc}") from None
+    obj = partial.removesuffix(".so.partial") + ".o"
     try:
-        done = subprocess.run([compiler, *FLAGS, str(SOURCE), "-o", partial, *LIBS], capture_output=True,
-                              text=True, timeout=BUILD_TIMEOUT_S)
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
-            raise BuildError(f"{cc} failed to compile {SOURCE.name} (exit {done.returncode}): " + " | ".join(tail))
+        _run(cc, [compiler, *COMPILE_FLAGS, "-c", str(SOURCE), "-o", obj], "compile")
+        _run(cc, [compiler, *LINK_FLAGS, obj, "-o", partial, *LIBS], "link")
         os.replace(partial, target)
-    except subprocess.TimeoutExpired:
-        raise BuildError(f"{cc} did not finish compiling {SOURCE.name} in {BUILD_TIMEOUT_S} s") from None
     finally:
         Path(partial).unlink(missing_ok=True)
+        Path(obj).unlink(missing_ok=True)
     return target
+
+
+def _run(cc: str, command: list[str], step: str) -> None:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise BuildError(f"{cc} did not {step} {SOURCE.name} in {BUILD_TIMEOUT_S} s") from None
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+        raise BuildError(f"{cc} failed to {step} {SOURCE.name} (exit {done.returncode}): " + " | ".join(tail))
 
 
 def _compiler_identity(compiler: str) -> bytes:
