@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import math
 import os
 import shutil
 import subprocess
@@ -147,10 +148,9 @@ def unsupported(device: torch.device, dtype: torch.dtype, head_dim: int) -> str 
 
 
 def splits_for(batch: int, longest: int, threads: int) -> int:
-    """Slices per sequence: enough work items for every thread (twice over, for balance), none
-    shorter than MIN_SPLIT_TOKENS."""
-    wanted = -(-2 * threads // batch) if batch < 2 * threads else 1
-    return max(1, min(wanted, longest // MIN_SPLIT_TOKENS))
+    """Slices per sequence: the fewest that make batch × slices a multiple of the thread count (every
+    thread gets the same number of work items), none shorter than MIN_SPLIT_TOKENS."""
+    return max(1, min(threads // math.gcd(batch, threads), longest // MIN_SPLIT_TOKENS))
 
 
 def gqa_decode_cpu(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, out, splits=None):

@@ -108,11 +108,13 @@ def test_thread_count_does_not_change_the_result():
     assert all(torch.equal(results[0], r) for r in results[1:])
 
 
-def test_splits_fill_the_threads_but_stay_long():
-    assert cpu_decode.splits_for(batch=1, longest=32768, threads=2) == 4
-    assert cpu_decode.splits_for(batch=3, longest=32768, threads=2) == 2
+def test_splits_give_every_thread_equal_work_but_stay_long():
+    assert cpu_decode.splits_for(batch=1, longest=32768, threads=2) == 2
+    assert cpu_decode.splits_for(batch=3, longest=32768, threads=2) == 2  # 6 items, 3 each
     assert cpu_decode.splits_for(batch=8, longest=32768, threads=2) == 1
-    assert cpu_decode.splits_for(batch=1, longest=700, threads=16) == 1  # slices >= 512 tokens
+    assert cpu_decode.splits_for(batch=6, longest=32768, threads=4) == 2  # 12 items, 3 each
+    assert cpu_decode.splits_for(batch=1, longest=32768, threads=16) == 16
+    assert cpu_decode.splits_for(batch=1, longest=2000, threads=16) == 3  # slices >= 512 tokens
     assert cpu_decode.splits_for(batch=1, longest=0, threads=2) == 1
 
 
