@@ -24,6 +24,9 @@ MAX_BATCH = 4096
 @click.option("--dtype", type=click.Choice(DTYPES), default="auto", show_default=True,
               help="Element type; auto = bf16 on CUDA, fp32 on the CPU.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--backend", type=click.Choice(["auto", "triton", "cpu", "torch"]), default="auto", show_default=True,
+              help="Which implementation of the kernel runs: auto = Triton on CUDA, the C kernel on the CPU "
+                   "(PyTorch ops where it cannot build), torch = PyTorch ops.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=3, show_default=True,
               help="How many models to pick when no --model is given.")
 @click.option("--repeats", type=click.IntRange(1, 1000), default=5, show_default=True,
@@ -31,7 +34,7 @@ MAX_BATCH = 4096
 @click.option("--no-peers", is_flag=True, help="Time only the bundled kernel (and the copy ceiling).")
 @click.option("--no-store", is_flag=True, help="Print results without storing them.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per result, one per line.")
-def bench(model_ids, contexts, batches, dtype, device, limit, repeats, no_peers, no_store, as_json) -> None:
+def bench(model_ids, contexts, batches, dtype, device, backend, limit, repeats, no_peers, no_store, as_json) -> None:
     """Run models' decode-attention shapes with the bundled kernel and its peers on this machine.
 
     Each result gives the median time of one attention call (one layer), the K/V bytes it read per
@@ -40,6 +43,7 @@ def bench(model_ids, contexts, batches, dtype, device, limit, repeats, no_peers,
     peer (SDPA enable_gqa, repeat_kv + SDPA, FlashAttention/FlashInfer when installed). Results
     are stored for the model pages unless --no-store.
     """
+    from kernels.api import choose_backend
     from observatory.bench.jobs import UnknownModel, bench_models, notable_unbenchmarked
     from observatory.bench.runner import local_device
     from observatory.bench.store import row_dict
@@ -47,6 +51,9 @@ def bench(model_ids, contexts, batches, dtype, device, limit, repeats, no_peers,
     settings = get_settings()
     try:
         local = local_device(device)
+        if backend == "triton" and local.type != "cuda":
+            raise ValueError("--backend triton runs on CUDA (on the CPU Triton only interprets, for tests)")
+        choose_backend(local.torch_device, backend)  # no compiler, no triton: say so before any work
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     upgrade(settings.resolved_database_url)
@@ -70,7 +77,7 @@ def bench(model_ids, contexts, batches, dtype, device, limit, repeats, no_peers,
     try:
         bench_models(engine, ids, contexts=contexts or (4096,), batches=batches or (1,),
                      dtype=None if dtype == "auto" else dtype, device=local, peers=not no_peers,
-                     repeats=repeats, store_results=not no_store, on_result=show)
+                     repeats=repeats, store_results=not no_store, on_result=show, backend=backend)
     except UnknownModel as exc:
         raise click.ClickException(str(exc)) from None
 

@@ -185,6 +185,24 @@ def test_cli_benchmarks_and_stores(engine, settings):
         assert len(session.exec(select(BenchResult)).all()) == 2  # --no-store
 
 
+def test_cli_runs_the_backend_asked_for(engine, settings):
+    add_model(engine, "org/small-gqa", SMALL_GQA)
+    env = dict(os.environ, OBSERVATORY_DATA_DIR=str(settings.data_dir))
+    proc = subprocess.run([*_cli(), "bench", "--model", "org/small-gqa", "--context", "40", "--repeats", "1",
+                           "--no-peers", "--backend", "torch", "--json"], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["backend"] == "torch"
+    if not torch.cuda.is_available():
+        proc = subprocess.run([*_cli(), "bench", "--model", "org/small-gqa", "--backend", "triton"], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 1 and "--backend triton runs on CUDA" in proc.stderr
+    proc = subprocess.run([*_cli(), "bench", "--model", "org/small-gqa", "--backend", "cpu"],
+                          env=env | {"CC": "no-such-cc", "XDG_CACHE_HOME": str(settings.data_dir)},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "backend='cpu' cannot run these inputs: no C compiler" in proc.stderr
+
+
 def test_cli_unknown_model_is_one_line(engine, settings):
     env = dict(os.environ, OBSERVATORY_DATA_DIR=str(settings.data_dir))
     proc = subprocess.run([*_cli(), "bench", "--model", "org/missing"], env=env, capture_output=True, text=True,
@@ -197,6 +215,7 @@ def test_cli_unknown_model_is_one_line(engine, settings):
     (["--batch", "x"], "Invalid value for '--batch'"),
     (["--dtype", "fp64"], "Invalid value for '--dtype'"),
     (["--device", "tpu"], "Invalid value for '--device'"),
+    (["--backend", "numba"], "Invalid value for '--backend'"),
 ])
 def test_cli_usage_errors(args, message):
     result = CliRunner().invoke(main, ["bench", *args])
