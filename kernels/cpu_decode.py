@@ -90,6 +90,15 @@ def _run(cc: str, command: list[str], step: str) -> None:
         raise BuildError(f"{cc} failed to {step} {SOURCE.name} (exit {done.returncode}): " + " | ".join(tail))
 
 
+def compiler_version() -> str | None:
+    """The first line of ``cc --version`` for the compiler that built the loaded kernel (None without one)."""
+    compiler = shutil.which(os.environ.get("CC") or "cc") if available() else None
+    if compiler is None:
+        return None
+    return _compiler_identity(compiler).decode(errors="replace").partition("\n")[0] or compiler
+
+
+@functools.cache
 def _compiler_identity(compiler: str) -> bytes:
     try:
         return subprocess.run([compiler, "--version"], capture_output=True, timeout=30).stdout

@@ -53,6 +53,9 @@ def local_device(requested: str = "auto") -> LocalDevice:
         name = torch.cuda.get_device_name(device)
         software["cuda"] = torch.version.cuda
         return LocalDevice(device, name, match_device(name), software)
+    from kernels import cpu_decode
+
+    software["cc"] = cpu_decode.compiler_version()  # what built the C kernel; None: the PyTorch path runs
     return LocalDevice(device, f"cpu: {_cpu_model()}", None, software)
 
 

@@ -27,7 +27,7 @@ class BenchResult(SQLModel, table=True):
     device: str = Field(max_length=200, index=True)  # as the driver names it, e.g. "NVIDIA H200" or "cpu: <model>"
     device_type: str = Field(max_length=20)  # cpu | cuda
     catalog_device_id: str | None = Field(default=None, max_length=50)  # hardware.json id when matched
-    software: dict = Field(default_factory=dict, sa_type=sa.JSON)  # torch, triton, python, threads
+    software: dict = Field(default_factory=dict, sa_type=sa.JSON)  # torch, triton, python, threads, cc (CPU)
     backend: str | None = Field(default=None, max_length=20)  # triton | cpu | torch
     dtype: str = Field(max_length=10)  # fp32 | fp16 | bf16
     batch: int

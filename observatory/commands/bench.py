@@ -69,8 +69,9 @@ def bench(model_ids, contexts, batches, dtype, device, backend, limit, repeats, 
             click.echo(json.dumps(row_dict(row), sort_keys=True, default=_iso))
             return
         if not shown:
+            compiler = f", C kernel built by {local.software['cc']}" if local.software.get("cc") else ""
             click.echo(f"device: {local.name}  (torch {local.software['torch']}, "
-                       f"triton {local.software['triton'] or 'not installed'})")
+                       f"triton {local.software['triton'] or 'not installed'}{compiler})")
         shown.append(row)
         click.echo(line(row))
 

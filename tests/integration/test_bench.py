@@ -117,6 +117,17 @@ def test_job_limit(engine, settings):
     assert len(bench_new_models(engine, settings)) == 1
 
 
+def test_cpu_results_record_the_compiler_that_built_the_kernel():
+    from kernels import cpu_decode
+
+    software = local_device("cpu").software
+    assert set(software) == {"torch", "python", "threads", "triton", "cc"}
+    if cpu_decode.available():
+        assert software["cc"] and software["cc"] == cpu_decode.compiler_version()
+    else:
+        assert software["cc"] is None
+
+
 def test_measure_counts_the_bytes_read():
     shape = AttentionShape(batch=1, num_heads=4, num_kv_heads=2, head_dim=64, context=8)
     case = measure(shape, "fp32", local_device(), repeats=1, **FAST)

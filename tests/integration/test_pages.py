@@ -454,8 +454,9 @@ def test_crawl_and_benchmarks_lists(client):
     runs = list(csv.DictReader(io.StringIO(client.get("/crawl.csv").text)))
     assert runs[0]["status"] == "failed" and runs[0]["seen"] == "12"
     bench = list(csv.DictReader(io.StringIO(client.get("/benchmarks.csv").text)))
-    assert bench[0]["model_id"] == LLAMA2_70B
-    assert LLAMA2_70B in client.get("/benchmarks").text
+    assert bench[0]["model_id"] == LLAMA2_70B and bench[0]["backend"] == "torch"
+    page = client.get("/benchmarks").text
+    assert LLAMA2_70B in page and "PyTorch path · fp32" in page  # the backend by name, not its code
 
 
 def test_methodology_numbers_come_from_the_code(client):
