@@ -52,8 +52,7 @@ def build(cc: str | None = None, cache_dir: Path | None = None) -> Path:
     """Compile ``cpu_decode.c`` unless a build of this exact source, flags, compiler and CPU is cached;
     return the shared object's path. Concurrent builders are safe: each writes a private temporary
     file and renames it into place."""
-    cc = cc or os.environ.get("CC") or "cc"
-    compiler = shutil.which(cc)
+    cc, compiler = _find_compiler(cc)
     if compiler is None:
         raise BuildError(f"no C compiler: {cc!r} is not on PATH (set CC to one)")
     cache_dir = Path(cache_dir or default_cache_dir())
@@ -80,6 +79,12 @@ def build(cc: str | None = None, cache_dir: Path | None = None) -> Path:
     return target
 
 
+def _find_compiler(cc: str | None = None) -> tuple[str, str | None]:
+    """The compiler asked for (``cc``, else ``$CC``, else ``cc``) and its path on PATH (None: missing)."""
+    cc = cc or os.environ.get("CC") or "cc"
+    return cc, shutil.which(cc)
+
+
 def _run(cc: str, command: list[str], step: str) -> None:
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
@@ -92,7 +97,7 @@ def _run(cc: str, command: list[str], step: str) -> None:
 
 def compiler_version() -> str | None:
     """The first line of ``cc --version`` for the compiler that built the loaded kernel (None without one)."""
-    compiler = shutil.which(os.environ.get("CC") or "cc") if available() else None
+    compiler = _find_compiler()[1] if available() else None
     if compiler is None:
         return None
     return _compiler_identity(compiler).decode(errors="replace").partition("\n")[0] or compiler

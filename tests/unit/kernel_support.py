@@ -38,7 +38,7 @@ class Case:
     dtype: str = "fp32"
     block_size: int | None = None  # paged cache when set
     spare: int = 5  # cache slots past the longest sequence, filled with NaN
-    num_splits: int | None = None  # Triton only
+    num_splits: int | None = None  # Triton and C kernels
     chunk: int | None = None  # PyTorch path only
     scale: float | None = None
 
@@ -123,18 +123,20 @@ TRITON_CASES = [
 ]
 
 
-def run_triton_cases(cases=TRITON_CASES, device: str = "cpu") -> dict[str, dict]:
+def run_case(case: Case, backend: str, seed: int = 0, device: str = "cpu") -> dict:
+    """One case through ``gqa_decode`` with ``backend``, into a NaN-poisoned ``out``, against the reference."""
     from kernels import gqa_decode, gqa_decode_reference
 
-    results = {}
-    for case in cases:
-        q, k, v, seqlens, block_table = make_inputs(case, device=device)
-        poisoned = torch.full_like(q, math.nan)
-        out, lse = gqa_decode(q, k, v, seqlens, block_table, case.scale, return_lse=True, out=poisoned,
-                              backend="triton", num_splits=case.num_splits)
-        ref_out, ref_lse = gqa_decode_reference(q, k, v, seqlens, block_table, case.scale)
-        results[case.id] = compare(case, out, lse, ref_out, ref_lse) | {"wrote_into_out": out is poisoned}
-    return results
+    q, k, v, seqlens, block_table = make_inputs(case, seed, device=device)
+    poisoned = torch.full_like(q, math.nan)
+    out, lse = gqa_decode(q, k, v, seqlens, block_table, case.scale, return_lse=True, out=poisoned,
+                          backend=backend, num_splits=case.num_splits)
+    ref_out, ref_lse = gqa_decode_reference(q, k, v, seqlens, block_table, case.scale)
+    return compare(case, out, lse, ref_out, ref_lse) | {"wrote_into_out": out is poisoned}
+
+
+def run_triton_cases(cases=TRITON_CASES, device: str = "cpu") -> dict[str, dict]:
+    return {case.id: run_case(case, "triton", device=device) for case in cases}
 
 
 if __name__ == "__main__":
