@@ -39,7 +39,7 @@ from urllib.parse import quote, urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from observatory import kvcache  # noqa: E402
+from observatory.core import kvcache  # noqa: E402
 from observatory.db import make_engine, upgrade  # noqa: E402
 from observatory.ingest import derive  # noqa: E402
 from observatory.testing.server import free_port  # noqa: E402

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 
 from observatory.bench.runner import local_device, measure  # noqa: E402
 from observatory.bench.shapes import attention_shape  # noqa: E402
-from observatory.geometry import parse_geometry  # noqa: E402
+from observatory.core.geometry import parse_geometry  # noqa: E402
 
 # Attention settings as each model's config.json spells them (only the keys the geometry needs).
 MODELS = {

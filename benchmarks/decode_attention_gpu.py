@@ -148,7 +148,7 @@ def table(device, budget_s: float, repeats: int) -> list:
     from benchmarks.decode_attention import MODELS, header, text_row
     from observatory.bench.runner import measure
     from observatory.bench.shapes import attention_shape
-    from observatory.geometry import parse_geometry
+    from observatory.core.geometry import parse_geometry
 
     rows, printed = [], False
     order = ["llama-3-8b", "llama-3-70b", "qwen3-30b-a3b", "qwen3-235b-a22b", "starcoder-mqa", "llama-2-7b-mha"]

@@ -20,9 +20,9 @@ from sqlalchemy import insert, update
 from sqlalchemy.orm import attributes
 from sqlmodel import Session, col, select
 
-from observatory import kvcache
-from observatory.geometry import PARSER_VERSION, ConfigError, Geometry, parse_config_text, parse_geometry
-from observatory.repo_ids import validate_repo_id
+from observatory.core import kvcache
+from observatory.core.geometry import PARSER_VERSION, ConfigError, Geometry, parse_config_text, parse_geometry
+from observatory.core.repo_ids import validate_repo_id
 from observatory.tables import ConfigRevision, GeometryRow, HubModel, utcnow
 
 

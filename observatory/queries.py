@@ -37,9 +37,10 @@ import sqlalchemy as sa
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, model_validator
 from sqlmodel import Session
 
-from observatory import hardware, kvcache, roofline
+from observatory import hardware
+from observatory.core import kvcache, roofline
 from observatory.bench import store as bench_store
-from observatory.geometry import Geometry
+from observatory.core.geometry import Geometry
 from observatory.ingest import derive
 from observatory.tables import ConfigRevision, GeometryRow, HubModel
 

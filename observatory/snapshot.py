@@ -28,7 +28,7 @@ from sqlmodel import Session, select
 
 from observatory.db import session_scope
 from observatory.ingest import record_config, upsert_model
-from observatory.repo_ids import InvalidRepoId, validate_repo_id
+from observatory.core.repo_ids import InvalidRepoId, validate_repo_id
 from observatory.settings import Settings, get_settings
 from observatory.tables import ConfigRevision, HubModel, utcnow
 

@@ -24,7 +24,7 @@ from sqlmodel import Session
 from observatory.db import session_scope
 from observatory.tables import GeometryRow, HubModel, utcnow
 from observatory.trend_tables import TrendPointRow
-from observatory.trends import (
+from observatory.core.trends import (
     KIND_BUCKETS,
     PERIODS,
     SIZE_CLASSES,

@@ -3,7 +3,7 @@
 ``trend_point`` holds one row per (period kind, population, weighting, period start), written
 only by ``trend_store.refresh_trends`` (delete and rewrite in one transaction), so a trend
 request reads a few dozen rows instead of aggregating the model table. The field meanings are
-those of ``observatory.trends.TrendPoint``.
+those of ``observatory.core.trends.TrendPoint``.
 
 The extra indexes on core tables serve ``observatory.queries`` (keyset pagination sorts on
 (column, id) pairs) and the download-threshold populations; migration ``0004_trends`` creates

@@ -41,7 +41,7 @@ from observatory.db import session_scope
 from observatory.settings import Settings
 from observatory.tables import ConfigRevision, GeometryRow, HubModel, utcnow
 from observatory.trend_store import Population, load_trend_rows
-from observatory.trends import TrendRow
+from observatory.core.trends import TrendRow
 
 TREND_KINDS = ("median_g_shift", "kind_share", "g_over_16_share")
 

@@ -1,6 +1,6 @@
 """Alert rules: what each kind watches, its parameters, and the pure evaluation of one rule.
 
-Every statistic comes from ``observatory.trends`` (the one implementation of shares, medians and
+Every statistic comes from ``observatory.core.trends`` (the one implementation of shares, medians and
 the G > 16 share); this module only decides whether a statistic crossed a line. No database,
 no clock: the evaluator (``evaluate.py``) loads rows and keeps state.
 
@@ -58,7 +58,7 @@ from datetime import date, datetime
 from typing import Any
 
 from observatory.trend_store import Population
-from observatory.trends import (
+from observatory.core.trends import (
     G_TIPPING_POINT,
     KIND_BUCKETS,
     PERIODS,

@@ -10,10 +10,10 @@ import torch
 from kernels import gqa_decode
 from kernels.api import choose_backend
 from kernels.peers import available_peers
-from observatory import roofline
+from observatory.core import roofline
 from observatory.bench.shapes import TORCH_DTYPES, AttentionShape, make_inputs, rotation_copies
 from observatory.bench.timing import Contender, Timing, copy_contender, time_interleaved
-from observatory.geometry import Geometry
+from observatory.core.geometry import Geometry
 from observatory.hardware import Device, match_device
 
 # Bytes a rotation of input copies spans, and the size of the ceiling copy, per device type: beyond

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from observatory.geometry import Geometry
+from observatory.core.geometry import Geometry
 
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 

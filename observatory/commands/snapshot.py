@@ -54,7 +54,7 @@ def load_command(path: Path | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array, one object per model.")
 def list_command(path: Path | None, as_json: bool) -> None:
     """List the models in the snapshot with their attention geometry (reads no database)."""
-    from observatory import kvcache
+    from observatory.core import kvcache
     from observatory.ingest import derive
 
     try:

@@ -35,7 +35,7 @@ from observatory.db import session_scope
 from observatory.hub import session as hub_session
 from observatory.hub.files import Fetched, RateLimited, fetch_config
 from observatory.hub.listing import Listed, SortKey, list_newest
-from observatory.repo_ids import is_valid_repo_id
+from observatory.core.repo_ids import is_valid_repo_id
 from observatory.settings import Settings
 from observatory.tables import CrawlRun, utcnow
 

@@ -16,7 +16,7 @@ from sqlmodel import col, select
 from observatory.db import session_scope
 from observatory.hub import session as hub_session
 from observatory.hub.listing import list_newest
-from observatory.repo_ids import is_valid_repo_id
+from observatory.core.repo_ids import is_valid_repo_id
 from observatory.settings import Settings
 from observatory.tables import HubModel, utcnow
 

@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 from observatory.crawler.failures import RetryPolicy, next_state
 from observatory.crawler.scope import Scope, check_definition
 from observatory.crawler.tables import CrawlFailure, CrawlScope
-from observatory.geometry import ConfigError, parse_config_text
+from observatory.core.geometry import ConfigError, parse_config_text
 from observatory.hub.files import Fetched
 from observatory.ingest import ConfigItem, record_configs, upsert_models
 from observatory.tables import ConfigRevision, CrawlRun, HubModel

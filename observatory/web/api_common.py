@@ -10,7 +10,7 @@ from fastapi import Query
 from fastapi.responses import Response
 from pydantic import BaseModel
 
-from observatory.repo_ids import InvalidRepoId, validate_repo_id
+from observatory.core.repo_ids import InvalidRepoId, validate_repo_id
 from observatory.web.errors import ApiError
 
 # The Hub's repo-id grammar as a JSON-schema pattern, a little stricter than validate_repo_id

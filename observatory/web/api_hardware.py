@@ -1,5 +1,5 @@
 """/api/v1/hardware and /api/v1/roofline: the accelerator catalog with its sources, and the
-decode roofline of one model on one device (arithmetic in ``observatory.roofline``)."""
+decode roofline of one model on one device (arithmetic in ``observatory.core.roofline``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
-from observatory import hardware, kvcache, roofline
+from observatory import hardware
+from observatory.core import kvcache, roofline
 from observatory.queries import HardwareInfo, RooflinePoint, current_geometry, hardware_info, roofline_point
 from observatory.tables import HubModel
 from observatory.web.api_common import REPO_ID_PATTERN, checked_model_id
@@ -33,7 +34,7 @@ class HardwareResponse(HardwareInfo):
 
 
 class Estimate(BaseModel):
-    """One roofline estimate (see ``observatory.roofline``)."""
+    """One roofline estimate (see ``observatory.core.roofline``)."""
 
     kv_bytes: int
     attention_flops: float

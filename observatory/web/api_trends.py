@@ -1,6 +1,6 @@
 """/api/v1/trends: one trend series (JSON or CSV) for a period, population and weighting.
 
-Definitions of every number are in ``observatory.trends``; standard populations (download
+Definitions of every number are in ``observatory.core.trends``; standard populations (download
 thresholds in ``trend_store.STANDARD_THRESHOLDS``) are read precomputed, others are computed
 for the request.
 """
@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from observatory.queries import IsoDate
 from observatory.trend_store import STANDARD_THRESHOLDS, Population, read_trends
-from observatory.trends import G_TIPPING_POINT, KIND_BUCKETS, SIZE_CLASSES, TrendPoint
+from observatory.core.trends import G_TIPPING_POINT, KIND_BUCKETS, SIZE_CLASSES, TrendPoint
 from observatory.web import chart_specs
 from observatory.web.api_common import CSV_RESPONSE
 from observatory.web.deps import ReadSessionDep

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timezone
 from typing import Any
 
-from observatory.trends import G_TIPPING_POINT, KIND_BUCKETS, SIZE_CLASSES, TrendPoint, next_period
+from observatory.core.trends import G_TIPPING_POINT, KIND_BUCKETS, SIZE_CLASSES, TrendPoint, next_period
 
 KIND_LABELS = {"MHA": "MHA", "MQA": "MQA", "GQA": "GQA", "MLA": "MLA", "hybrid": "hybrid", "none": "no attention"}
 

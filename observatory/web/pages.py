@@ -24,10 +24,10 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 from sqlmodel import Session
 
-from observatory import kvcache, roofline
+from observatory.core import kvcache, roofline
 from observatory.bench.store import latest_results, results_for_model
 from observatory.crawler.health import crawler_health, open_failures, recent_runs, run_to_dict
-from observatory.geometry import PARSER_VERSION, Geometry, parse_geometry
+from observatory.core.geometry import PARSER_VERSION, Geometry, parse_geometry
 from observatory.hardware import load_catalog
 from observatory.queries import (
     ATTENTION_KINDS,
@@ -41,10 +41,10 @@ from observatory.queries import (
     roofline_point,
     store_counts,
 )
-from observatory.repo_ids import InvalidRepoId, validate_repo_id
+from observatory.core.repo_ids import InvalidRepoId, validate_repo_id
 from observatory.tables import HubModel
 from observatory.trend_store import STANDARD_THRESHOLDS, Population, plotted_trend_rows, read_trends
-from observatory.trends import G_TIPPING_POINT, KIND_BUCKETS, PERIODS, SIZE_CLASSES, WEIGHTINGS, TrendPoint
+from observatory.core.trends import G_TIPPING_POINT, KIND_BUCKETS, PERIODS, SIZE_CLASSES, WEIGHTINGS, TrendPoint
 from observatory.web import chart_specs
 from observatory.web.api_models import stream_models_csv
 from observatory.web.api_trends import TREND_CSV_COLUMNS, TrendParams, point_record, trend_csv_row

@@ -7,8 +7,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_testdata import built_store, raw_config
-from observatory import hardware, kvcache, roofline
-from observatory.geometry import parse_config_text, parse_geometry
+from observatory import hardware
+from observatory.core import kvcache, roofline
+from observatory.core.geometry import parse_config_text, parse_geometry
 from observatory.web.app import create_app
 
 

@@ -303,8 +303,9 @@ def test_model_detail(client):
 
 
 def test_model_detail_matches_the_core_arithmetic(client):
-    from observatory import hardware, kvcache, roofline
-    from observatory.geometry import parse_config_text, parse_geometry
+    from observatory import hardware
+    from observatory.core import kvcache, roofline
+    from observatory.core.geometry import parse_config_text, parse_geometry
 
     geom = parse_geometry(parse_config_text(raw_config("hybrid")))
     body = client.get("/api/v1/models/gamma/next-hybrid").json()

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from api_testdata import built_store, oracle_rows
 from observatory.settings import Settings
 from observatory.trend_store import STANDARD_THRESHOLDS
-from observatory.trends import PERIODS, WEIGHTINGS, TrendRow, compute_trend_points
+from observatory.core.trends import PERIODS, WEIGHTINGS, TrendRow, compute_trend_points
 from observatory.web.app import create_app
 
 

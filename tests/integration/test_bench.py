@@ -23,7 +23,7 @@ from observatory.bench.tables import BenchResult
 from observatory.bench.timing import Contender, time_interleaved
 from observatory.cli import main
 from observatory.db import session_scope
-from observatory.geometry import parse_geometry
+from observatory.core.geometry import parse_geometry
 from observatory.ingest import record_config, upsert_model
 
 SMALL_GQA = {"model_type": "llama", "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 512,

@@ -9,7 +9,7 @@ from sqlmodel import select
 
 from observatory.db import session_scope
 from observatory.ingest import record_config, rederive, upsert_model
-from observatory.repo_ids import InvalidRepoId
+from observatory.core.repo_ids import InvalidRepoId
 from observatory.tables import ConfigRevision, GeometryRow, HubModel
 
 LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from starlette.requests import Request
 
-from observatory import kvcache
-from observatory.geometry import ConfigError, parse_config_text, parse_geometry
+from observatory.core import kvcache
+from observatory.core.geometry import ConfigError, parse_config_text, parse_geometry
 from observatory.snapshot import load_entries
 from observatory.web import pages, rendering
 

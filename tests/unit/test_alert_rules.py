@@ -7,9 +7,9 @@ from datetime import date
 import pytest
 
 from observatory.alerts import rules as R
-from observatory.geometry import parse_geometry
+from observatory.core.geometry import parse_geometry
 from observatory.trend_store import Population
-from observatory.trends import TrendRow
+from observatory.core.trends import TrendRow
 
 
 def row(model_id: str, created: date, kind: str = "GQA", g: float | None = 4.0, *, hybrid: bool = False,

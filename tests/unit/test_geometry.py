@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import observatory
-from observatory.geometry import PARSER_VERSION, Geometry, parse_config_text, parse_geometry
+from observatory.core.geometry import PARSER_VERSION, Geometry, parse_config_text, parse_geometry
 
 CONFIG_DIR = Path(observatory.__file__).parent / "data" / "configs"
 EXPECTED = json.loads((Path(__file__).parents[1] / "data" / "expected.json").read_text())

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import observatory
-from observatory.geometry import Geometry, parse_config_text, parse_geometry
-from observatory.kvcache import (
+from observatory.core.geometry import Geometry, parse_config_text, parse_geometry
+from observatory.core.kvcache import (
     DTYPE_BYTES,
     GB,
     GiB,

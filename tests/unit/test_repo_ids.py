@@ -1,6 +1,6 @@
 import pytest
 
-from observatory.repo_ids import InvalidRepoId, is_valid_repo_id, validate_repo_id
+from observatory.core.repo_ids import InvalidRepoId, is_valid_repo_id, validate_repo_id
 
 
 @pytest.mark.parametrize("good", ["gpt2", "meta-llama/Llama-2-70b-hf", "Qwen/Qwen2.5-7B-Instruct", "a/b", "org_x/m.v1_0"])

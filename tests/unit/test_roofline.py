@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from observatory import roofline
-from observatory.geometry import parse_geometry
+from observatory.core import roofline
+from observatory.core.geometry import parse_geometry
 from observatory.hardware import get_device, load_catalog
-from observatory.kvcache import cache_bytes
+from observatory.core.kvcache import cache_bytes
 
 LLAMA3_8B = parse_geometry({"model_type": "llama", "num_attention_heads": 32, "num_key_value_heads": 8,
                             "hidden_size": 4096, "num_hidden_layers": 32})

@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from observatory.geometry import parse_config_text, parse_geometry
-from observatory.repo_ids import is_valid_repo_id
+from observatory.core.geometry import parse_config_text, parse_geometry
+from observatory.core.repo_ids import is_valid_repo_id
 from observatory.snapshot import (
     CONFIGS_DIR,
     SHA_PREFIX,

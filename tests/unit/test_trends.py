@@ -8,7 +8,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from observatory.trends import (
+from observatory.core.trends import (
     KIND_BUCKETS,
     SIZE_CLASSES,
     TrendRow,
@@ -211,7 +211,7 @@ def test_no_rows_no_points():
 
 
 def test_columns_from_query_values_match_columns_from_rows():
-    from observatory.trends import TrendColumns, day_ordinals
+    from observatory.core.trends import TrendColumns, day_ordinals
 
     dated = [r for r in ROWS if r.created_at is not None]
     from_rows = TrendColumns.from_rows(ROWS)
@@ -230,7 +230,7 @@ def test_columns_from_query_values_match_columns_from_rows():
 
 
 def test_both_weightings_at_once_equal_one_at_a_time():
-    from observatory.trends import TrendColumns, trend_series
+    from observatory.core.trends import TrendColumns, trend_series
 
     both = trend_series(TrendColumns.from_rows(ROWS), "week")
     assert both["count"] == compute_trend_points(ROWS, "week", "count")

@@ -64,7 +64,7 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from observatory.config_dialects import (
+from observatory.core.config_dialects import (
     ATTENTION_FREE_ARCH_PREFIXES,
     ATTENTION_FREE_MODEL_TYPES,
     CONTEXT_KEYS,

@@ -5,7 +5,7 @@ step, every weight once per step) and does a few FLOPs per byte. The estimate is
 
     time = calls × per_call_s + max(bytes / (bandwidth × efficiency), flops / peak_flops)
 
-- **bytes**: the KV cache at ``context`` for ``batch`` sequences, from ``observatory.kvcache``
+- **bytes**: the KV cache at ``context`` for ``batch`` sequences, from ``observatory.core.kvcache``
   (sliding/chunked layers capped at their window); plus the weights when a parameter count is
   given. Query/output traffic is left out: it is ``1/context`` of the cache traffic.
 - **flops**: per cached token, a GQA layer with H query and K KV heads does ``2·H·(d + d_v)``
@@ -32,8 +32,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Iterable, Protocol
 
-from observatory.geometry import Geometry
-from observatory.kvcache import cache_bytes, dtype_bytes, max_sequences, mha_counterfactual
+from observatory.core.geometry import Geometry
+from observatory.core.kvcache import cache_bytes, dtype_bytes, max_sequences, mha_counterfactual
 
 DEFAULT_PER_CALL_S = 10e-6  # measured floor per decode-attention call: 8.4–11.5 µs (anchors §3.10)
 AIC_BANDWIDTH_EFFICIENCY = 0.8  # aiconfigurator's mem_bw_empirical_scaling_factor, for callers who want it

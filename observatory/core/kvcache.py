@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from observatory.geometry import Geometry
+from observatory.core.geometry import Geometry
 
 DTYPE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp32": 4}
 GB = 10**9
