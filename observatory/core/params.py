@@ -64,6 +64,10 @@ FFN_KEYS = ("intermediate_size", "ffn_hidden_size", "ffn_dim", "n_inner", "inner
             "block_ff_dim")
 EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k", "top_k")
+# Keys of architectures whose extra weights this module does not model (DeepSeek-V4 and kin).
+UNMODELLED = {"hc_mult": "hyper-connections", "o_lora_rank": "low-rank output projection",
+              "index_n_heads": "sparse-attention indexer", "compress_ratios": "compressed attention",
+              "num_hash_layers": "hash-routed layers"}
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "_num_mtp_layers")
 
 
@@ -97,7 +101,9 @@ FAMILIES: dict[str, Family] = {
                   lm_head_bias=True, ffn_default_x4=True),
     "mixformer-sequential": Family(layer_norm=True, norms_per_layer=1, qkv_bias=True, o_bias=True, mlp_bias=True,
                                    gated=False, lm_head_bias=True, ffn_default_x4=True),
-    "falcon": Family(layer_norm=True, gated=False, tied=True, ffn_default_x4=True),
+    # Falcon checkpoints store lm_head beside the embedding (transformers ties them at load);
+    # the count follows the checkpoint, as the safetensors total does.
+    "falcon": Family(layer_norm=True, gated=False, ffn_default_x4=True),
     "bloom": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False, tied=True,
                     ffn_default_x4=True),
     "gpt_bigcode": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False, tied=True,
@@ -120,7 +126,15 @@ FAMILIES: dict[str, Family] = {
     "lfm2": Family(qk_norm="head", tied=True),
     "granite": Family(tied=True), "granitemoe": Family(tied=True), "granitemoeshared": Family(tied=True),
     "gpt_oss": Family(qkv_bias=True, o_bias=True),
+    "chatglm": Family(),
 }
+# Llama-shaped families (RMSNorm, SwiGLU, no biases unless the config says, untied unless it says).
+for _name in ("llama", "llama4_text", "mistral", "mixtral", "ministral", "ministral3", "qwen", "internlm",
+              "internlm2", "internlm3", "deepseek", "deepseek_v2", "deepseek_v3", "deepseek_v4", "kimi_k2", "yi",
+              "phi3", "minicpm", "minicpmv", "olmo", "olmoe", "cohere", "cohere2", "granitemoehybrid", "jamba",
+              "nemotron_h", "minimax", "minimax_m2", "hunyuan", "baichuan", "exaone", "dbrx", "arcee", "seed_oss",
+              "smollm3", "apertus", "ernie4_5", "ernie4_5_moe", "bailing_moe", "step3p5", "longcat_flash"):
+    FAMILIES.setdefault(_name, LLAMA)
 LAYER_NORM_FAMILIES = {"chatglm_v1"}
 
 
@@ -163,8 +177,8 @@ class _Counter:
         return None
 
     def flag(self, key: str, default: bool) -> bool:
-        value = self.sec.flag(key) if "." not in key else get_path(self.sec.data, key)
-        return default if value is None else bool(value)
+        value = self.sec.flag(key)
+        return default if value is None else value
 
     def add(self, part: str, n: int) -> None:
         if n:
@@ -186,6 +200,9 @@ class _Counter:
         if self.vocab is None:
             raise GeometryError(f"no vocabulary size (looked for {', '.join(VOCAB_KEYS)}); cannot count parameters")
         self._embeddings()
+        unmodelled = [name for key, name in UNMODELLED.items() if self.sec.raw(key) is not None]
+        if unmodelled:
+            self.warnings.append(f"not modelled: {', '.join(unmodelled)}; the count is approximate")
         kinds = list(g.layer_kinds)
         moe_layers = self._moe_layers(len(kinds))
         for i, kind in enumerate(kinds):
@@ -207,7 +224,7 @@ class _Counter:
                 else None
         if tied is None:
             tied = self.fam.tied
-            if self.family_name not in FAMILIES and self.family_name not in ("llama", "mistral", "mixtral"):
+            if self.family_name not in FAMILIES:
                 self.warnings.append(f"tie_word_embeddings not stated; assumed {'tied' if tied else 'untied'}")
         if not tied:
             self.add("lm_head", self.vocab * width + (self.vocab if self.fam.lm_head_bias else 0))
@@ -229,8 +246,7 @@ class _Counter:
         if kind in ("full", "sliding", "chunked", "cross"):
             self.add("attention", self._attention(i))
             if kind == "cross":
-                self.warnings.append("cross-attention layers counted as self-attention layers") \
-                    if "cross-attention layers counted as self-attention layers" not in self.warnings else None
+                self._note("cross-attention layers counted as self-attention layers")
         elif kind == "linear":
             self.add("linear_mixers", self._linear_attention())
         elif kind == "conv":
@@ -495,12 +511,10 @@ class _Counter:
 
     def _vision(self) -> None:
         vision = self.cfg.get("vision_config")
-        if self.sec.prefix == "" or not isinstance(vision, dict):
-            if self.sec.prefix and any(k in self.cfg for k in ("vision_tower", "vision_encoder", "mm_vision_tower")):
+        if not isinstance(vision, dict) or not vision:
+            if any(self.cfg.get(k) for k in ("vision_encoder", "vision_tower", "mm_vision_tower", "visual")):
                 self.warnings.append("vision encoder named but not described; the total counts the language"
                                      " model only")
-            return
-        if self.cfg.get("vision_encoder") and not vision:
             return
         try:
             n = _vision_tower(vision, self.hidden, self.cfg)
@@ -508,51 +522,67 @@ class _Counter:
             self.warnings.append(f"vision tower not counted: {exc}")
             return
         self.add("vision", n)
-        self.warnings.append("vision tower estimated from vision_config as a generic ViT; approximate")
+        self.warnings.append("vision tower and projector estimated from vision_config as a generic ViT;"
+                             " approximate")
 
 
-def _vision_tower(vision: dict, text_hidden: int, cfg: dict) -> int:
-    """A generic ViT: patch embedding, position table, blocks, final norm, and a projector into the
-    language model's width. Gated MLPs (Qwen2.5-VL, Pixtral) when the activation is SiLU."""
+def _vision_tower(vision: dict, text: int, cfg: dict) -> int:
+    """A ViT from its vision_config (blocks, patch embedding, position table, final norm) plus the
+    projector of the wrapper family into the language model's width. Good to a few percent of the
+    tower, which is itself a few percent of the model."""
     w: list[str] = []
 
-    def first(keys: tuple[str, ...], default: int | None = None) -> int | None:
+    def first(source: dict, keys: tuple[str, ...]) -> int | None:
         for key in keys:
-            if vision.get(key) is not None:
-                return to_int(vision[key], f"vision_config.{key}", w)
-        return default
+            if source.get(key) is not None and not isinstance(source.get(key), (dict, list)):
+                return to_int(source[key], f"vision_config.{key}", w)
+        return None
 
-    width = first(("hidden_size", "embed_dim", "width", "d_model"))
-    depth = first(("num_hidden_layers", "depth", "layers", "num_layers"))
+    width = first(vision, ("hidden_size", "embed_dim", "width", "d_model"))
+    depth = first(vision, ("num_hidden_layers", "depth", "layers", "num_layers"))
     if width is None or depth is None:
         raise GeometryError("vision_config has no width or depth")
-    ffn = first(("intermediate_size", "mlp_dim", "ffn_dim"))
-    if ffn is None:
-        ratio = vision.get("mlp_ratio")
-        ffn = int(width * ratio) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else 4 * width
-    patch = first(("patch_size", "spatial_patch_size"), 14)
-    temporal = first(("temporal_patch_size",), 1)
-    channels = first(("num_channels", "in_channels", "in_chans"), 3)
-    act = str(vision.get("hidden_act") or vision.get("hidden_activation") or "")
-    gated = act == "silu" and vision.get("model_type") != "siglip_vision_model"
-    mlp = (3 * width * ffn if gated else 2 * width * ffn) + ffn + width
-    block = 4 * width * width + 4 * width + mlp + 4 * width  # q/k/v/o with biases, MLP, two LayerNorms
-    n = depth * block + channels * temporal * patch * patch * width + width + 2 * width
-    positions = first(("num_position_embeddings",))
-    image = first(("image_size",))
-    if positions is None and image and vision.get("model_type") in ("siglip_vision_model", "siglip2_vision_model",
-                                                                    "clip_vision_model", None):
-        positions = (image // patch) ** 2
+    ffn = first(vision, ("intermediate_size", "mlp_dim", "ffn_dim")) or 4 * width
+    heads = first(vision, ("num_attention_heads", "num_heads")) or 1
+    kv_width = width * (first(vision, ("num_key_value_heads",)) or heads) // heads
+    kind, wrapper = str(vision.get("model_type") or ""), str(cfg.get("model_type") or "")
+    bias = kind != "pixtral"  # Pixtral's blocks have no biases
+    gated = kind == "pixtral" or vision.get("hidden_act") == "silu"  # Qwen2.5-VL, EXAONE-4.5
+    attention = width * (2 * width + 2 * kv_width) + bias * (2 * width + 2 * kv_width)
+    mlp = (3 if gated else 2) * width * ffn + bias * ((2 if gated else 1) * ffn + width)
+    n = depth * (attention + mlp + 4 * width)  # two norms per block
+    patch = first(vision, ("patch_size", "spatial_patch_size")) or 14
+    frames = first(vision, ("temporal_patch_size",)) or 1
+    channels = first(vision, ("num_channels", "in_channels", "in_chans")) or 3
+    n += channels * frames * patch * patch * width + bias * width + 2 * width
+    positions = first(vision, ("num_position_embeddings", "num_patches"))
+    image = first(vision, ("image_size",))
+    if positions is None and image and kind.startswith(("siglip", "clip", "llama4")):
+        positions = (image // patch) ** 2 + (kind.startswith("llama4") or kind.startswith("clip"))
     n += (positions or 0) * width
-    out = first(("out_hidden_size", "output_dim", "vision_output_dim", "projection_dim")) or text_hidden
-    merge = first(("spatial_merge_size",), None) or (cfg.get("spatial_merge_size") if isinstance(
-        cfg.get("spatial_merge_size"), int) else None) or (cfg.get("downsample_factor") if isinstance(
-            cfg.get("downsample_factor"), int) else 1)
-    merged = width * merge * merge
-    n += merged * merged + merged * out + out  # the merger / projector MLP
-    if out != text_hidden:
-        n += out * text_hidden
-    return n
+    merge = first(vision, ("spatial_merge_size",)) or first(cfg, ("spatial_merge_size", "downsample_factor"))
+    ratio = vision.get("pixel_shuffle_ratio")
+    if merge is None and isinstance(ratio, float) and 0 < ratio < 1:
+        merge = round(1 / ratio)
+    merged = width * (merge or 1) ** 2
+    return n + _projector(vision, cfg, wrapper, width, merged, text, first)
+
+
+def _projector(vision: dict, cfg: dict, wrapper: str, width: int, merged: int, text: int, first) -> int:
+    out = first(vision, ("out_hidden_size",))
+    if out is not None:  # Qwen-VL mergers (plus one per deepstack layer in Qwen3-VL)
+        stacks = vision.get("deepstack_visual_indexes")
+        mergers = 1 + (len(stacks) if isinstance(stacks, list) else 0)
+        return mergers * (merged * merged + merged + merged * out + out + 2 * width) + (out != text) * out * text
+    if wrapper.startswith("gemma3"):  # one projection matrix and a soft-embedding norm
+        return width * text + width
+    if wrapper == "mistral3":  # patch merger, then a two-layer MLP
+        return width + merged * width + width * text + text * text
+    if wrapper == "lfm2_vl":
+        hidden = first(cfg, ("projector_hidden_size",)) or text
+        return merged * hidden + hidden + hidden * text + text
+    hidden = first(vision, ("projector_input_dim", "vision_output_dim")) or text
+    return merged * hidden + hidden * hidden + hidden * text
 
 
 def estimate_parameters(cfg: Any) -> ParameterEstimate:
