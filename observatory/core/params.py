@@ -55,6 +55,7 @@ BREAKDOWN_KEYS = (
     "shared_experts",  # experts every token passes through
     "router",  # expert gates and their biases
     "norms",  # per-layer and final norms
+    "pooler",  # encoder-only models: the pooler BertModel carries
     "mtp",  # multi-token-prediction layers shipped beside the decoder
     "vision",  # vision tower and projector of a multimodal wrapper (generic ViT estimate)
 )
@@ -135,7 +136,8 @@ for _name in ("llama", "llama4_text", "mistral", "mixtral", "ministral", "minist
               "nemotron_h", "minimax", "minimax_m2", "hunyuan", "baichuan", "exaone", "dbrx", "arcee", "seed_oss",
               "smollm3", "apertus", "ernie4_5", "ernie4_5_moe", "bailing_moe", "step3p5", "longcat_flash"):
     FAMILIES.setdefault(_name, LLAMA)
-LAYER_NORM_FAMILIES = {"chatglm_v1"}
+ENCODER_ONLY = frozenset({"bert", "roberta", "xlm-roberta", "camembert", "ernie"})
+T5_FAMILIES = frozenset({"t5", "mt5", "umt5"})
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,7 @@ class _Counter:
         self.fam = FAMILIES.get(self.family_name, LLAMA)
         self.parts: dict[str, int] = {}
         self.inactive = 0  # routed-expert weights a token does not use
+        self.experts = 0
 
     # -- reading ------------------------------------------------------------------------------
     def int_of(self, keys: tuple[str, ...], *, lo: int = 1) -> int | None:
@@ -199,6 +202,14 @@ class _Counter:
         self.vocab = self.int_of(VOCAB_KEYS)
         if self.vocab is None:
             raise GeometryError(f"no vocabulary size (looked for {', '.join(VOCAB_KEYS)}); cannot count parameters")
+        if self.family_name in ENCODER_ONLY:
+            self._encoder_only()
+            return
+        if self.family_name in T5_FAMILIES:
+            self._t5()
+            return
+        if self.cfg.get("is_encoder_decoder") is True:
+            raise GeometryError(f"encoder-decoder family {self.family_name or 'unknown'} is not estimated")
         self._embeddings()
         unmodelled = [name for key, name in UNMODELLED.items() if self.sec.raw(key) is not None]
         if unmodelled:
@@ -485,6 +496,46 @@ class _Counter:
         if isinstance(dense, list):
             layers -= {v for v in dense if isinstance(v, int) and not isinstance(v, bool)}
         return layers
+
+    # -- encoders -----------------------------------------------------------------------------
+    def _encoder_only(self) -> None:
+        """BERT and its kin as BertModel holds them: embeddings (word, position, token type, a
+        LayerNorm), post-norm layers with biases everywhere, and the pooler. Task heads (MLM,
+        classifier) vary by checkpoint and are not counted."""
+        h, g = self.hidden, self.geom
+        width = self._ffn_width()
+        positions = self.int_of(("max_position_embeddings",)) or 512
+        types = self.int_of(("type_vocab_size",), lo=0)
+        self.add("embeddings", self.vocab * h)
+        self.add("position_embeddings", positions * h + (2 if types is None else types) * h)
+        self.add("norms", 2 * h)
+        self.add("attention", g.num_layers * (4 * h * h + 4 * h))
+        self.add("mlp", g.num_layers * (2 * h * width + width + h))
+        self.add("norms", g.num_layers * 4 * h)
+        self.add("pooler", h * h + h)
+        self.warnings.append("encoder-only model: the pooler is counted, task heads (MLM, classifier) are not")
+
+    def _t5(self) -> None:
+        """T5: a shared embedding, an encoder and a decoder of RMS-normed layers without biases,
+        relative-position buckets per head (in the first layer, or every layer for umT5)."""
+        h, g = self.hidden, self.geom
+        heads = g.num_query_heads
+        inner = heads * (self.int_of(("d_kv",)) or g.head_dim)
+        width = self._ffn_width()
+        proj = str(self.sec.raw("feed_forward_proj") or "relu")
+        ffn = (3 if proj.startswith("gated") else 2) * h * width
+        buckets = (self.int_of(("relative_attention_num_buckets",)) or 32) * heads
+        encoder = g.num_layers
+        decoder = self.int_of(("num_decoder_layers",)) or encoder
+        per_stack = 1 if self.family_name != "umt5" else None
+        self.add("embeddings", self.vocab * h)
+        if not self.flag("tie_word_embeddings", True):
+            self.add("lm_head", self.vocab * h)
+        attention = 4 * h * inner
+        self.add("attention", encoder * attention + decoder * 2 * attention
+                 + buckets * (2 * per_stack if per_stack else encoder + decoder))
+        self.add("mlp", (encoder + decoder) * ffn)
+        self.add("norms", (encoder * 2 + decoder * 3 + 2) * h)
 
     # -- outside the decoder ------------------------------------------------------------------
     def _mtp(self, moe_layers: set[int]) -> None:
