@@ -60,8 +60,8 @@ METHOD_BITS = {"fp8": 8, "mxfp4": 4, "eetq": 8, "fbgemm_fp8": 8, "nvfp4": 4}
 class Lineage:
     relation: str | None  # one of RELATIONS, or None when the listing's value is unusable
     base_models: tuple[str, ...] = ()
-    quant_method: str | None = None
-    quant_bits: int | None = None
+    quant_method: str | None = None  # None: no quantization declared; "unknown": declared, method unreadable
+    quant_bits: int | None = None  # None when not declared or not stated
     is_test_repo: bool = False
     warnings: tuple[str, ...] = ()
 
