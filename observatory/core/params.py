@@ -287,7 +287,7 @@ class _Counter:
             self.warnings.append(message)
 
     def _attention(self, i: int) -> int:
-        g, h, sec = self.geom, self.hidden, self.sec
+        g, h = self.geom, self.hidden
         if g.mla is not None:
             return self._mla()
         heads = g.query_heads_per_layer[i] if g.query_heads_per_layer else g.num_query_heads
@@ -331,8 +331,8 @@ class _Counter:
         """DeepSeek-V2/V3 multi-head latent attention: low-rank q and kv with their norms."""
         g, h, m = self.geom, self.hidden, self.geom.mla
         heads = g.num_query_heads
-        rope, nope = m.qk_rope_head_dim, m.qk_nope_head_dim if m.qk_nope_head_dim is not None else g.head_dim - \
-            m.qk_rope_head_dim
+        rope = m.qk_rope_head_dim
+        nope = m.qk_nope_head_dim if m.qk_nope_head_dim is not None else g.head_dim - rope
         v = m.v_head_dim or nope
         qk = heads * (nope + rope)
         q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * qk if m.q_lora_rank else h * qk
@@ -344,7 +344,7 @@ class _Counter:
 
     def _linear_attention(self) -> int:
         """Gated DeltaNet (Qwen3-Next, Qwen3.5); other linear attention as a generic q/k/v/gate/o block."""
-        h, sec = self.hidden, self.sec
+        h = self.hidden
         kh, kd = self.int_of(("linear_num_key_heads",)), self.int_of(("linear_key_head_dim",))
         vh, vd = self.int_of(("linear_num_value_heads",)), self.int_of(("linear_value_head_dim",))
         if None not in (kh, kd, vh, vd):
@@ -527,13 +527,12 @@ class _Counter:
         buckets = (self.int_of(("relative_attention_num_buckets",)) or 32) * heads
         encoder = g.num_layers
         decoder = self.int_of(("num_decoder_layers",)) or encoder
-        per_stack = 1 if self.family_name != "umt5" else None
+        bias_tables = encoder + decoder if self.family_name == "umt5" else 2
         self.add("embeddings", self.vocab * h)
         if not self.flag("tie_word_embeddings", True):
             self.add("lm_head", self.vocab * h)
-        attention = 4 * h * inner
-        self.add("attention", encoder * attention + decoder * 2 * attention
-                 + buckets * (2 * per_stack if per_stack else encoder + decoder))
+        attention = 4 * h * inner  # q, k, v, o; decoder layers add cross-attention of the same shape
+        self.add("attention", encoder * attention + decoder * 2 * attention + bias_tables * buckets)
         self.add("mlp", (encoder + decoder) * ffn)
         self.add("norms", (encoder * 2 + decoder * 3 + 2) * h)
 
@@ -544,18 +543,15 @@ class _Counter:
         n = self.int_of(MTP_KEYS, lo=0)
         if not n:
             return
-        before = dict(self.parts)
-        inactive = self.inactive
-        moe = bool(moe_layers)
+        # Count n more attention layers (MoE if the model has any) the usual way, then move them
+        # from their parts into "mtp": they do not run for the main token.
+        before, inactive = dict(self.parts), self.inactive
         for _ in range(n):
-            last = len(self.geom.layer_kinds) - 1
-            kind = "full"
-            self._layer(last, kind, moe)
-        added = {k: v - before.get(k, 0) for k, v in self.parts.items()}
-        self.parts = before
-        self.inactive = inactive
+            self._layer(len(self.geom.layer_kinds) - 1, "full", bool(moe_layers))
+        layers = sum(self.parts.values()) - sum(before.values())
+        self.parts, self.inactive = before, inactive
         h = self.hidden
-        extra = sum(added.values()) + n * (2 * h * h + 3 * self.norm(h))
+        extra = layers + n * (2 * h * h + 3 * self.norm(h))  # eh_proj and the embedding/hidden/final norms
         if self.family_name in ("deepseek_v3", "kimi_k2"):
             extra += n * 2 * self.vocab * h
         self.add("mtp", extra)
