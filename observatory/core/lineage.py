@@ -33,8 +33,8 @@ from observatory.core.geometry import Geometry
 from observatory.core.params import EXPERT_COUNT_KEYS, FFN_KEYS, VOCAB_KEYS
 from observatory.core.repo_ids import is_valid_repo_id
 
-__all__ = ["RELATIONS", "TOY_PARAMETERS", "Lineage", "classify", "geometry_fingerprint", "parse_safetensors",
-           "quantization"]
+__all__ = ["RELATIONS", "TOY_PARAMETERS", "Lineage", "classify", "fingerprint_fields", "geometry_fingerprint",
+           "is_test_repo", "parse_safetensors", "quantization"]
 
 RELATIONS = ("original", "finetune", "quantized", "adapter", "merge")
 DERIVED = frozenset(RELATIONS[1:])
