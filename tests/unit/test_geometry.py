@@ -398,11 +398,17 @@ def test_head_dim_spellings_and_rotary_keys():
     assert rotary.head_dim == 128
 
 
-def test_unknown_layer_types_are_reported():
+def test_unknown_layer_types_never_lower_the_count():
+    # Two thirds of the layers are of types nobody knows: each is counted as a full KV layer (an upper
+    # bound) and the geometry is marked uncertain, instead of being silently under-counted 3x.
     geom = parse_geometry(LLAMA | {"num_hidden_layers": 3,
                                    "layer_types": ["full_attention", "fancy_attention", "wormhole"]})
-    assert geom.layer_kinds == ("full", "full", "other") and geom.kv_layers == 2
-    assert len([w for w in geom.warnings if "unknown layer type" in w]) == 2
+    assert geom.layer_kinds == ("full", "full", "full") and geom.kv_layers == 3
+    assert geom.kv_elements_per_token == 3 * 2 * 32 * 128 and geom.uncertain
+    unknown = [w for w in geom.warnings if "unknown layer type" in w]
+    assert unknown == ['layer_types[1]: unknown layer type "fancy_attention" counted as a full KV layer (upper bound)',
+                       'layer_types[2]: unknown layer type "wormhole" counted as a full KV layer (upper bound)']
+    assert not parse_geometry(LLAMA | {"layer_types": ["full_attention"] * 32}).uncertain
 
 
 def test_gpt_neo_local_layers_slide_on_window_size():
