@@ -283,7 +283,7 @@ def select_section(cfg: dict, warnings: list[str], sources: dict[str, str]) -> S
     nested = _nested_sections(cfg)
     top = Section(cfg, "", warnings, sources)
     heads = HEAD_KEYS + DECODER_HEAD_KEYS
-    with_heads = [(rank, path, sub) for rank, path, sub in nested if Section(sub, path, [], {}).has(HEAD_KEYS)]
+    with_heads = [(rank, path, sub) for rank, path, sub in nested if Section(sub, path, [], {}).has(heads)]
     for rank, path, sub in with_heads:
         if rank < 2:
             return Section(sub, path + ".", warnings, sources)

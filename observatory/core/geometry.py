@@ -381,12 +381,15 @@ def _decoder_layer_count(sec: Section) -> int:
 
 
 def _encoder_layer_count(cfg: dict, sec: Section, flat: bool) -> int | None:
-    """Encoder depth, for the record: from the decoder's own section when it spells both stacks, else
-    from a sibling "encoder" section."""
-    node, prefix = (sec.data, sec.prefix) if flat else (get_path(cfg, "encoder"), "encoder.")
-    if not isinstance(node, dict):
+    """Encoder depth, for the record: from a sibling "encoder" section of a nested decoder, else from
+    the decoder's own section when it spells both stacks (T5, BART, Whisper)."""
+    sibling = get_path(cfg, "encoder") if sec.prefix else None
+    if isinstance(sibling, dict):
+        node, prefix, keys = sibling, "encoder.", LAYER_KEYS
+    elif flat:
+        node, prefix, keys = sec.data, sec.prefix, ENCODER_LAYER_KEYS
+    else:
         return None
-    keys = ENCODER_LAYER_KEYS if flat else LAYER_KEYS
     enc = Section(node, prefix, sec.warnings, {})
     n = enc.count("encoder_layers", keys)
     if n is not None:
