@@ -18,6 +18,7 @@ SOURCE_TOKENS = 5  # encoder-decoder: length of the (meta) encoder output the de
 # SDPA's mask shortcut reads mask values (.item()), which meta tensors do not have; eager attention
 # builds the same cache and never looks at values.
 ATTENTION = "eager"
+DTYPE = torch.bfloat16  # some MoE kernels (grouped_mm) accept only bf16, even on meta
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def read(raw: dict) -> Reading:
         return _read_encoder_decoder(config)
     text = config.get_text_config(decoder=True)
     with torch.device("meta"):
-        model = AutoModel.from_config(text, attn_implementation=ATTENTION)
+        model = AutoModel.from_config(text, attn_implementation=ATTENTION, dtype=DTYPE)
     cache = RecordingCache(config=text)
     ids = torch.zeros((1, TOKENS), dtype=torch.long, device="meta")
     with torch.no_grad():
@@ -87,12 +88,11 @@ def read(raw: dict) -> Reading:
 
 def _read_encoder_decoder(config) -> Reading:
     with torch.device("meta"):
-        model = AutoModel.from_config(config, attn_implementation=ATTENTION)
+        model = AutoModel.from_config(config, attn_implementation=ATTENTION, dtype=DTYPE)
     width = getattr(config, "d_model", None) or config.hidden_size
-    dtype = next(model.parameters()).dtype
     # The encoder's output is given, not computed: only its length and width matter to the decoder.
     encoder_outputs = BaseModelOutput(
-        last_hidden_state=torch.zeros((1, SOURCE_TOKENS, width), dtype=dtype, device="meta"))
+        last_hidden_state=torch.zeros((1, SOURCE_TOKENS, width), dtype=DTYPE, device="meta"))
     ids = torch.zeros((1, TOKENS), dtype=torch.long, device="meta")
     self_cache, cross_cache = RecordingCache(config=config), RecordingCache(config=config)
     with torch.no_grad():
