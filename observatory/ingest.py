@@ -53,7 +53,7 @@ def upsert_models(session: Session, rows: Mapping[str, Mapping]) -> None:
     now = utcnow()
     existing = set(session.exec(select(HubModel.id).where(col(HubModel.id).in_(list(rows)))))
     new = [
-        {"downloads": 0, "likes": 0, "tags": [], "source": "hub", "first_seen_at": now,
+        {"downloads": None, "likes": None, "tags": [], "source": "hub", "first_seen_at": now,
          "author": model_id.split("/")[0] if "/" in model_id else None,
          **fields, "id": model_id, "updated_at": now}
         for model_id, fields in rows.items() if model_id not in existing

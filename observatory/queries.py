@@ -74,7 +74,7 @@ _SORT_COLUMNS: dict[str, tuple[sa.ColumnElement, sa.ColumnElement]] = {
     "kv_bytes_per_token": (_G.kv_bytes_per_token_bf16, _G.model_id),
     "id": (_M.id, _M.id),
 }
-_NULLABLE_SORTS = {"created_at", "group_size", "kv_bytes_per_token"}
+_NULLABLE_SORTS = {"created_at", "downloads", "group_size", "kv_bytes_per_token"}
 _TOKEN_VERSION = 1
 
 
@@ -125,8 +125,8 @@ class ModelSummary(BaseModel):
     id: str
     author: str | None
     created_at: datetime | None
-    downloads: int
-    likes: int
+    downloads: int | None = Field(description="Hub downloads over the last 30 days; null when unknown")
+    likes: int | None
     num_parameters: int | None
     source: str
     model_type: str | None
@@ -418,8 +418,9 @@ class ModelInfo(BaseModel):
     created_at: datetime | None
     last_modified: datetime | None
     sha: str | None
-    downloads: int = Field(description="Hub downloads over the last 30 days, at the last refresh")
-    likes: int
+    downloads: int | None = Field(description="Hub downloads over the last 30 days, at the last refresh;"
+                                              " null when unknown (snapshot models)")
+    likes: int | None
     pipeline_tag: str | None
     library_name: str | None
     tags: list[str]

@@ -283,7 +283,7 @@ def plotted_trend_rows(
     if until is not None:
         query = query.where(m.created_at < datetime.combine(until + timedelta(days=1), datetime.min.time(),
                                                             tzinfo=timezone.utc))
-    rows = [TrendRow(*row) for row in session.execute(query.order_by(m.downloads.desc(), m.id).limit(limit))]
+    rows = [TrendRow(*row) for row in session.execute(query.order_by(m.downloads.desc().nulls_last(), m.id).limit(limit))]
     if len(rows) < limit:
         return rows, len(rows)
     total = None

@@ -66,7 +66,7 @@ class TrendRow:
     group_size: float | None
     kv_bytes_per_token: int | None
     num_parameters: int | None
-    downloads: int
+    downloads: int | None  # None: unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +175,7 @@ class TrendColumns:
     group_size: np.ndarray  # float64: NaN where the model has no G
     kv: np.ndarray  # float64: KV bytes per token; NaN where unknown or no per-token cache
     size: np.ndarray  # int64: index into SIZE_CLASSES
-    downloads: np.ndarray  # float64, >= 0
+    downloads: np.ndarray  # float64, >= 0; NaN where unknown (weighs nothing)
 
     def __len__(self) -> int:
         return len(self.day)
@@ -186,7 +186,7 @@ class TrendColumns:
     @classmethod
     def from_values(cls, *, days: Sequence[int], kinds: Sequence[str], hybrids: Sequence[bool],
                     group_sizes: Sequence[float | None], kv: Sequence[int | None],
-                    num_parameters: Sequence[int | None], downloads: Sequence[int]) -> TrendColumns:
+                    num_parameters: Sequence[int | None], downloads: Sequence[int | None]) -> TrendColumns:
         """Columns from per-model values (``days`` as ordinals, every model dated)."""
         kinds_arr = np.asarray(kinds, dtype=object)
         bucket = np.full(len(kinds_arr), KIND_BUCKETS.index("none"), dtype=np.int64)
@@ -202,7 +202,8 @@ class TrendColumns:
             day=np.asarray(days, dtype=np.int64).reshape(-1), bucket=bucket,
             group_size=np.asarray([np.nan if g is None else g for g in group_sizes], dtype=float).reshape(-1),
             kv=kv_arr.reshape(-1), size=size.reshape(-1),
-            downloads=np.clip(np.asarray(downloads, dtype=float), 0, None).reshape(-1),
+            downloads=np.clip(np.asarray([np.nan if d is None else d for d in downloads], dtype=float), 0,
+                              None).reshape(-1),
         )
 
     @classmethod
@@ -251,7 +252,7 @@ def _ratio(part: float, whole: float) -> float | None:
 
 
 def _aggregate(cols: TrendColumns, period: str, start: date, weighting: str) -> TrendPoint:
-    w = cols.downloads if weighting == "downloads" else np.ones(len(cols))
+    w = np.nan_to_num(cols.downloads) if weighting == "downloads" else np.ones(len(cols))
     total = float(w.sum())
     kind_weight = np.bincount(cols.bucket, weights=w, minlength=len(KIND_BUCKETS))
     has_g = ~np.isnan(cols.group_size)

@@ -44,7 +44,7 @@ class Spec:
     id: str
     config: str
     created: tuple | None
-    downloads: int = 0
+    downloads: int | None = 0  # None: unknown (a snapshot-like row)
     params: int | None = None
 
 
@@ -67,6 +67,7 @@ SPECS = [
     Spec("gamma/qwen-72b", "g8", (2024, 9, 19), 1000, 72 * B),
     Spec("solo-model", "g8b", (2024, 9, 19), 1000, 3 * B),  # no organisation
     Spec("delta/a.b-c_d", "g4", (2025, 3, 3), 999, 8 * B),
+    Spec("delta/unknown-downloads", "g8", (2024, 4, 18), None, 70 * B),  # sorts in the NULL tail
 ]
 
 
@@ -124,7 +125,7 @@ def oracle(rows: list[dict], *, kind=(), hybrid=None, g_min=None, g_max=None, au
             model_type is None or r["model_type"] == model_type,
             created_from is None or (r["created_day"] is not None and r["created_day"] >= created_from),
             created_to is None or (r["created_day"] is not None and r["created_day"] <= created_to),
-            min_downloads is None or r["downloads"] >= min_downloads,
+            min_downloads is None or (r["downloads"] is not None and r["downloads"] >= min_downloads),
             q is None or q.lower() in r["id"].lower(),
         ])
 

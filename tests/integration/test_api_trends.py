@@ -36,7 +36,7 @@ def oracle_trend_rows(settings, *, min_downloads=0, author=None, model_type=None
 
     out = []
     for r in oracle_rows(settings.resolved_database_url.removeprefix("sqlite:///")):
-        if r["attention_kind"] is None or r["downloads"] < min_downloads:
+        if r["attention_kind"] is None or min_downloads and (r["downloads"] or 0) < min_downloads:  # unknown: no
             continue
         if author is not None and r["author"] != author or model_type is not None and r["model_type"] != model_type:
             continue
