@@ -20,12 +20,15 @@ class GeometryError(ConfigError):
 
 
 # Spellings, most common first. The first key holding a non-null value wins.
-HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads")
-KV_HEAD_KEYS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "n_kv_heads", "n_local_heads")
+# "attention_heads": XGLM; "attn_cfg.*": the mamba_ssm package's config.json (Mamba-2 with attention layers).
+HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads", "attention_heads",
+             "attn_cfg.num_heads")
+KV_HEAD_KEYS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "n_kv_heads", "n_local_heads",
+                "attn_cfg.num_heads_kv")
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_transformer_layers")
 WIDTH_KEYS = ("hidden_size", "n_embd", "n_embed", "d_model", "model_dim", "dim")
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length")
-HEAD_DIM_KEYS = ("head_dim", "d_kv")  # T5 spells the per-head width d_kv
+HEAD_DIM_KEYS = ("head_dim", "d_kv", "attn_cfg.head_dim")  # T5 spells the per-head width d_kv
 
 # Flat encoder-decoder configs (T5, BART, Whisper, Marian, NLLB) describe both stacks at the top
 # level; the decoder is the one that caches per generated token. num_hidden_layers there is the
@@ -187,8 +190,19 @@ class Section:
     def path(self, key: str) -> str:
         return self.prefix + key
 
+    def _get(self, key: str) -> Any:
+        """A value by key; a dotted key reads a small sub-object (``attn_cfg.num_heads``)."""
+        return get_path(self.data, key) if "." in key else self.data.get(key)
+
+    def _holds(self, key: str) -> bool:
+        if "." not in key:
+            return key in self.data
+        parent, _, leaf = key.rpartition(".")
+        node = get_path(self.data, parent)
+        return isinstance(node, dict) and leaf in node
+
     def has(self, keys: tuple[str, ...]) -> bool:
-        return any(self.data.get(k) is not None for k in keys)
+        return any(self._get(k) is not None for k in keys)
 
     def raw(self, key: str) -> Any:
         return self.data.get(key)
@@ -199,7 +213,7 @@ class Section:
         An explicit null means what an omitted key means (the family default), with a warning,
         unless ``null_is_default`` is false (windows: null there switches the window off).
         """
-        found = [(k, self.data[k]) for k in keys if self.data.get(k) is not None]
+        found = [(k, self._get(k)) for k in keys if self._get(k) is not None]
         if found:
             key, value = found[0]
             for other, other_value in found[1:]:
@@ -208,7 +222,7 @@ class Section:
                         f"{self.path(other)}={show(other_value)} disagrees with {self.path(key)}={show(value)};"
                         f" using {self.path(key)}")
             return self.path(key), value
-        nulls = [k for k in keys if k in self.data]
+        nulls = [k for k in keys if self._holds(k)]
         if nulls and not null_is_default:
             return None
         for key in keys:
@@ -341,6 +355,26 @@ def fit_to_layers(kinds: list[Any], n_layers: int, path: str, warnings: list[str
 def explicit_schedule(sec: Section, n_layers: int) -> tuple[list[str], str] | None:
     """Per-layer kinds from a schedule the config spells out, or None if it spells none out."""
     w = sec.warnings
+    attn_idx = sec.raw("attn_layer_idx")  # mamba_ssm: Mamba-2 layers except the listed attention layers
+    if isinstance(sec.raw("ssm_cfg"), dict) and isinstance(attn_idx, list):
+        kinds = ["mamba"] * n_layers
+        for i, value in enumerate(attn_idx):
+            index = to_int(value, f"{sec.path('attn_layer_idx')}[{i}]", w, lo=0)
+            if index >= n_layers:
+                w.append(f"{sec.path('attn_layer_idx')}[{i}]={index} is beyond the {n_layers} layers; ignored")
+            else:
+                kinds[index] = "full"
+        return kinds, sec.path("attn_layer_idx")
+    full_idx = sec.raw("full_attn_idxs")  # LFM2's first configs: attention on these layers, convolution elsewhere
+    if isinstance(full_idx, list) and "layer_types" not in sec.data:
+        kinds = ["conv"] * n_layers
+        for i, value in enumerate(full_idx):
+            index = to_int(value, f"{sec.path('full_attn_idxs')}[{i}]", w, lo=0)
+            if index >= n_layers:
+                w.append(f"{sec.path('full_attn_idxs')}[{i}]={index} is beyond the {n_layers} layers; ignored")
+            else:
+                kinds[index] = "full"
+        return kinds, sec.path("full_attn_idxs")
     # GPT-Neo spells its global/local alternation as attention_layers.
     for key in ("layer_types", "layers_block_type", "block_types", "attention_layers"):
         value = sec.raw(key)

@@ -269,7 +269,7 @@ def parse_geometry(cfg: dict) -> Geometry:
                 encoder_only=stack == "encoder-only", is_encoder_decoder=stack == "encoder-decoder",
                 encoder_layers=_encoder_layer_count(cfg, sec, flat_encdec) if stack == "encoder-decoder" else None)
 
-    free = _attention_free_kind(model_type, sec.family, architectures)
+    free = _attention_free_kind(model_type, sec.family, architectures, mamba_ssm_only=_mamba_ssm_only(sec))
     if free is not None:
         sec.note_defaults()
         return _no_attention(base, (free,) * n_layers, warnings, sec)
@@ -463,7 +463,16 @@ def _context_length(sec: Section, keys: tuple[str, ...]) -> int | None:
         return None
 
 
-def _attention_free_kind(model_type: str | None, family: str | None, architectures: tuple[str, ...]) -> str | None:
+def _mamba_ssm_only(sec: Section) -> bool:
+    """The mamba_ssm package's own config.json (no model_type): Mamba layers, and attention only
+    where ``attn_layer_idx`` lists layers."""
+    return isinstance(sec.raw("ssm_cfg"), dict) and not sec.raw("attn_layer_idx")
+
+
+def _attention_free_kind(model_type: str | None, family: str | None, architectures: tuple[str, ...], *,
+                         mamba_ssm_only: bool = False) -> str | None:
+    if mamba_ssm_only:
+        return "mamba"
     types = {t.lower() for t in (model_type, family) if t}
     if types & ATTENTION_FREE_MODEL_TYPES or any(a.startswith(ATTENTION_FREE_ARCH_PREFIXES) for a in architectures):
         return "mamba" if any("mamba" in t for t in types) or any("Mamba" in a for a in architectures) else "recurrent"

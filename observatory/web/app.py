@@ -67,7 +67,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         from observatory.snapshot import ensure_snapshot
 
         ensure_snapshot(engine, settings)
+        from observatory.rederive import rederive_stale
         from observatory.trend_store import ensure_trends
+
+        rederive_stale(engine)  # a newer parser re-derives what an older one stored
 
         ensure_trends(engine)  # recompute the precomputed trends if the store changed since
         from observatory.alerts.evaluate import evaluate_at_start
