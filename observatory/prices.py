@@ -54,7 +54,7 @@ def parse_prices(data: Any) -> dict:
             day = date.fromisoformat(row.get("date"))
         except (TypeError, ValueError):
             raise PriceDataError(f"{where}: date must be an ISO date, got {row.get('date')!r}") from None
-        out.append({**row, "date": day, "currency": CURRENCY, "unit": UNIT})
+        out.append({"price_basis": None, **row, "date": day, "currency": CURRENCY, "unit": UNIT})
     out.sort(key=lambda r: (r["date"], r["id"]))
     return {"currency": CURRENCY, "unit": UNIT, "description": data.get("description", ""), "rows": out}
 

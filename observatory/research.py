@@ -105,7 +105,7 @@ def _derive(row: dict, baseline: dict, paper: dict) -> dict:
     change = 0.0 if row is baseline and quality is not None else None
     if change is None and quality is not None and base_quality:
         change = (quality - base_quality) / base_quality * (1 if row["quality"]["higher_is_better"] else -1)
-    return {**row, "paper_title": paper["title"], "paper_url": paper["url"], "paper_year": paper["year"],
+    return {"page_note": None, "speed": None, **row, "paper_title": paper["title"], "paper_url": paper["url"], "paper_year": paper["year"],
             "quality_value": quality, "quality_derived": derived, "quality_metric": row["quality"]["metric"],
             "quality_n": len(row["scores"]) if derived else row["quality"].get("n"),
             "kv_bytes_per_token": kv_bytes, "kv_ratio": ratio, "quality_change": change}

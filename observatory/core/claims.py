@@ -400,6 +400,7 @@ def check(claim: Claim, inputs: Inputs) -> dict:
                        "note": claim.source.note},
             "models": list(claim.models), "devices": list(claim.devices), "measurable": claim.measurable,
             "missing": missing}
+    head.update(readings=None, ladder=None, context=None)  # the tables only some claims have
     if missing:
         return {**head, **_result(None, f"Not checked: {', '.join(missing)} not in the store.", [], [])}
     return {**head, **claim.check(inputs)}

@@ -64,6 +64,8 @@
         return function (v) { return scaled(v, FLOPS); };
       case "flop_per_byte":
         return function (v) { return sig(v, 3) + " FLOP/B"; };
+      case "usd":
+        return function (v) { return "$" + sig(v, 3); };
       case "seconds":
         return function (v) {
           if (v >= 1) return sig(v, 3) + " s";
@@ -242,6 +244,12 @@
                 var text = label + ": " + yf(ctx.parsed.y);
                 if (raw.name) text += " (" + xLabel(spec.x, ctx.parsed.x) + ")";
                 return text;
+              },
+              // every aggregate point carries its n: how many models (or rows) stand behind it
+              afterLabel: function (ctx) {
+                var n = (ctx.raw || {}).n;
+                if (n === undefined || n === null) return "";
+                return "n = " + n.toLocaleString("en-US") + (spec.n_label ? " " + spec.n_label : "");
               },
             },
           },
