@@ -41,7 +41,7 @@ def parse_research(data: Any) -> dict:
     _need(isinstance(papers, dict) and papers, "research", "'papers' must be a non-empty object")
     _need(isinstance(rows, list) and rows, "research", "'rows' must be a non-empty list")
     for key, paper in papers.items():
-        for field in ("title", "authors", "url"):
+        for field in ("short", "title", "authors", "url"):
             _need(isinstance(paper.get(field), str) and paper[field], f"paper {key!r}", f"{field} is required")
         _need(paper["url"].startswith("https://"), f"paper {key!r}", "url must be https://")
         _need(isinstance(paper.get("year"), int), f"paper {key!r}", "year must be an integer")
@@ -105,7 +105,7 @@ def _derive(row: dict, baseline: dict, paper: dict) -> dict:
     change = 0.0 if row is baseline and quality is not None else None
     if change is None and quality is not None and base_quality:
         change = (quality - base_quality) / base_quality * (1 if row["quality"]["higher_is_better"] else -1)
-    return {"page_note": None, "speed": None, **row, "paper_title": paper["title"], "paper_url": paper["url"], "paper_year": paper["year"],
+    return {"page_note": None, "speed": None, **row, "paper_short": paper["short"], "paper_title": paper["title"], "paper_url": paper["url"], "paper_year": paper["year"],
             "quality_value": quality, "quality_derived": derived, "quality_metric": row["quality"]["metric"],
             "quality_n": len(row["scores"]) if derived else row["quality"].get("n"),
             "kv_bytes_per_token": kv_bytes, "kv_ratio": ratio, "quality_change": change}

@@ -115,7 +115,7 @@ def _llama2_70b_2048(inputs: Inputs) -> dict:
     # Each reading of "the cache" a textbook might have meant, in GB, as (label, MHA, GQA).
     readings = [
         ("K and V, all layers, fp16 (2 bytes per element): the cache a server allocates", mha / GB, gqa / GB),
-        ("the same bytes in GiB (2^30): a unit slip changes them by 7%, not 2x", mha / GiB, gqa / GiB),
+        ("the same bytes in GiB (2^30 bytes): a unit slip changes them by 7%, not 2x", mha / GiB, gqa / GiB),
         ("K and V, all layers, 1 byte per element (an fp8/int8 cache), i.e. the element count in billions",
          mha_elements / GB, gqa_elements / GB),
         ("K alone (or V alone), all layers, fp16", mha / 2 / GB, gqa / 2 / GB),
@@ -366,7 +366,7 @@ CLAIMS: tuple[Claim, ...] = (
           (DEEPSEEK_V2, DEEPSEEK_67B), _deepseek_v2),
     Claim("trtllm-gqa-70b-throughput", "TensorRT-LLM: +30-50% throughput from GQA at 8k",
           "A 70B GQA model delivers 30-50% more throughput than its MHA twin at 8k context and large batch on H100.",
-          Source("TensorRT-LLM launch material, as quoted in the observatory's issue 15", None, "—",
+          Source("TensorRT-LLM launch material, as quoted in the observatory's issue 15", None, "",
                  "The primary page was not located in our sources; the claim is checked as quoted."),
           (LLAMA2_70B,), _trtllm_gqa, devices=(H100,), measurable=True),
     Claim("hf-llama31-kv-128k", "Hugging Face's Llama 3.1 KV-cache table",

@@ -108,6 +108,7 @@ def claims(session: ReadSessionDep, format: Format = "json"):
 class ResearchRow(BaseModel):
     id: str
     paper: str
+    paper_short: str
     paper_title: str
     paper_url: str
     paper_year: int
@@ -136,7 +137,7 @@ class ResearchResponse(BaseModel):
     rows: list[ResearchRow]
 
 
-RESEARCH_CSV_COLUMNS = ["id", "paper", "paper_title", "paper_url", "table", "page", "page_note", "setting", "variant",
+RESEARCH_CSV_COLUMNS = ["id", "paper", "paper_short", "paper_title", "paper_url", "table", "page", "page_note", "setting", "variant",
                         "attention", "baseline", "quality_metric", "quality_value", "quality_derived", "quality_n",
                         "quality_change", "kv_bytes_per_token", "kv_ratio", "kv_basis", "speed_metric", "speed_value"]
 

@@ -174,23 +174,25 @@ def roofline(devices: Sequence[dict], marks: Sequence[dict]) -> dict:
 # ---- issue 15: research, prices, the median new model's KV and its room on each device ----------
 
 PAPER_COLOURS = ("series:1", "series:2", "series:3", "series:4", "series:6", "series:5", "series:8")
+PAPER_SHAPES = ("circle", "triangle", "rectRot", "rect", "star", "crossRot", "circle")  # colour is not the only cue
 
 
 def research_quality(rows: Sequence[dict], papers: Sequence[str]) -> dict:
     """Each paper's configurations: quality change against the paper's own MHA baseline (positive
     is better) over KV per token as a fraction of that baseline's. Rows without both are left out."""
     series = []
-    for i, paper in enumerate(papers):
+    for paper in papers:
         points = [{"x": r["kv_ratio"], "y": r["quality_change"], "name": f"{r['variant']} ({r['table']})",
                    "n": r["quality_n"]}
                   for r in rows if r["paper"] == paper and r["kv_ratio"] and r["quality_change"] is not None]
         if points:
-            label = next(r["paper_title"] for r in rows if r["paper"] == paper)
-            series.append({"label": label if len(label) <= 48 else label[:46] + "…", "style": "points",
-                           "colour": PAPER_COLOURS[i % len(PAPER_COLOURS)], "point_radius": 5, "points": points})
-    return {"type": "xy", "n_label": "scores averaged",
-            "x": {"type": "log", "title": "KV cache per token ÷ the paper's MHA baseline (1/G for GQA)"},
-            "y": {"unit": "share", "title": "quality change against that baseline (up is better)"},
+            label = next(r["paper_short"] for r in rows if r["paper"] == paper)
+            series.append({"label": label, "style": "points", "colour": PAPER_COLOURS[len(series) % len(PAPER_COLOURS)],
+                           "shape": PAPER_SHAPES[len(series) % len(PAPER_SHAPES)], "point_radius": 5,
+                           "points": points})
+    return {"type": "xy", "n_label": "scores averaged", "legend_shapes": True,
+            "x": {"type": "log", "title": "KV per token ÷ the paper's MHA baseline (1/G for GQA)"},
+            "y": {"unit": "share", "title": "quality change vs baseline"},
             "series": series}
 
 
@@ -198,6 +200,9 @@ def _quarter_axis(first: date, last: date) -> dict:
     start = date(first.year, (first.month - 1) // 3 * 3 + 1, 1)
     end = next_period(date(last.year, (last.month - 1) // 3 * 3 + 1, 1), "quarter")
     return {"type": "time", "resolution": "day", "min": epoch_ms(start), "max": epoch_ms(end)}
+
+
+PANEL_Y_WIDTH = 84  # px for the y labels of the two price panels, so their time axes line up
 
 
 def price_axis(prices: Sequence[dict], kv_points: Sequence[dict]) -> dict:
@@ -217,8 +222,9 @@ def prices_over_time(prices: Sequence[dict], axis: dict) -> dict:
                            "point_radius": 5 if side == "output" else 4,
                            "points": [{"x": epoch_ms(p["date"]), "y": p[f"usd_per_1m_{side}"],
                                        "name": f"{p['provider']} {p['model']}", "n": 1} for p in rows]})
-    return {"type": "xy", "n_label": "price row", "x": dict(axis),
-            "y": {"type": "log", "unit": "usd", "title": "USD per 1M tokens (log)"}, "series": series}
+    return {"type": "xy", "n_label": "price row", "legend_shapes": True, "x": dict(axis),
+            "y": {"type": "log", "unit": "usd", "title": "USD per 1M tokens", "width": PANEL_Y_WIDTH},
+            "series": series}
 
 
 def kv_points_in_axis(points: Sequence[dict], axis: dict) -> list[dict]:
@@ -232,7 +238,7 @@ def kv_over_time(points: Sequence[dict], axis: dict) -> dict:
     """Median KV bytes per token of new models per quarter, on the price chart's time axis."""
     shown = kv_points_in_axis(points, axis)
     return {"type": "xy", "n_label": "models", "x": dict(axis),
-            "y": {"type": "log", "unit": "bytes", "title": "median KV bytes per token (bf16)"},
+            "y": {"type": "log", "unit": "bytes", "title": "KV bytes per token", "width": PANEL_Y_WIDTH},
             "series": [{"label": "median, new models per quarter", "style": "line", "colour": "series:8",
                         "point_radius": 3,
                         "points": [{"x": epoch_ms(p["period_start"]), "y": p["median"], "n": p["n"]} for p in shown]}]}
@@ -248,6 +254,6 @@ def sequences_beside_weights(rows: Sequence[dict], context: int) -> dict:
                        "points": [{"x": epoch_ms(date.fromisoformat(str(r["released"])[:10])), "y": r[key]["median"],
                                    "name": r["name"], "n": r[key]["n"]}
                                   for r in rows if r[key]["median"] is not None]})
-    return {"type": "xy", "n_label": "models", "x": {"type": "time", "resolution": "day"},
-            "y": {"min": 0, "title": f"{context // 1024}k-token sequences beside the bf16 weights (median)"},
+    return {"type": "xy", "n_label": "models", "legend_shapes": True, "x": {"type": "time", "resolution": "day"},
+            "y": {"min": 0, "title": f"{context // 1024}k sequences (median)"},
             "series": series}

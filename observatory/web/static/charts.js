@@ -138,6 +138,8 @@
       };
     }
     if (which === "x") out.ticks.maxTicksLimit = 12;
+    // panels stacked on one time axis reserve the same width for their y labels, so the x axes line up
+    if (spec.width) out.afterFit = function (scale) { scale.width = spec.width; };
     return out;
   }
 
@@ -229,6 +231,7 @@
             labels: {
               // bands are explained by the series they surround; keep the legend short
               filter: function (item, data) { return !data.datasets[item.datasetIndex].label.startsWith("_"); },
+              usePointStyle: !!spec.legend_shapes, // where shape, not only colour, tells series apart
             },
           },
           tooltip: {
