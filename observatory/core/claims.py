@@ -320,13 +320,16 @@ def _mistral_rolling_buffer(inputs: Inputs) -> dict:
     saving = unbounded / windowed
     figures = [_figure("cache saving at 32k tokens", 8.0, saving, "x",
                        f"{unbounded:,} B without the window / {windowed:,} B with it (bf16)")]
-    steps = [f"window {geom.sliding_window:,} tokens on {geom.sliding_layers} of {geom.kv_layers} layers; "
-             f"{bytes_per_token(geom):,} B per token (bf16)",
+    window = f"{geom.sliding_window:,}-token window on {geom.sliding_layers} of {geom.kv_layers} layers" \
+        if geom.sliding_window else "no sliding window"
+    steps = [f"{window}; {bytes_per_token(geom):,} B per token (bf16)",
              f"without the window: {unbounded:,} B; with it: {windowed:,} B; ratio {saving:g}"]
-    verdict = HOLDS if matches(saving, 8.0) else FAILS
-    return _result(verdict, f"At 32,768 tokens the cache is capped at the {geom.sliding_window:,}-token window: "
-                   f"{saving:g}x smaller. It holds for memory; each layer still sees only its window, so the claim "
-                   "about quality is the paper's, not arithmetic.", figures, steps)
+    if not matches(saving, 8.0):
+        return _result(FAILS, f"The stored geometry has {window}: the cache at 32,768 tokens is {saving:g}x "
+                       "smaller, not 8x.", figures, steps)
+    return _result(HOLDS, f"At 32,768 tokens the cache is capped at the {window}: {saving:g}x smaller. It holds "
+                   "for memory; each layer still sees only its window, so the claim about quality is the paper's, "
+                   "not arithmetic.", figures, steps)
 
 
 # ---- DeepSeek's ISCA'25 paper: KV cache per token ----------------------------------------------
