@@ -119,6 +119,7 @@ class ResearchRow(BaseModel):
     variant: str
     attention: str
     baseline: str = Field(description="The row this one is compared with (the paper's MHA configuration)")
+    quality: dict = Field(description="As printed: metric, value (null: no aggregate printed), higher_is_better, n")
     quality_metric: str
     quality_value: float | None
     quality_derived: bool = Field(description="True: the mean of the listed scores, our arithmetic")
@@ -148,8 +149,9 @@ def research_csv_rows(rows: list[dict]) -> list[dict]:
 
 
 def research_data() -> dict:
+    """The rows as the API declares them (the page's JSON twin answers the same)."""
     research = load_research()
-    return {"description": research["description"], "rows": research["rows"]}
+    return ResearchResponse(description=research["description"], rows=research["rows"]).model_dump(exclude={"ok"})
 
 
 @router.get("/research", response_model=ResearchResponse, responses=CSV_RESPONSE,
