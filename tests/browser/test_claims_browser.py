@@ -5,22 +5,16 @@ scripts off."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from observatory.testing.server import ServerFailed, offline_env, running_server
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium); browser tests skipped",
-                allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+# The Chromium launch and the page opener (which collects console errors and failed requests) are
+# test_browser's; this module brings its own server, without the scheduler.
+from test_browser import browser, open_page  # noqa: E402,F401  (fixtures)
 
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-               "--no-first-run"]
 PAGES = ["/claims", "/research", "/prices", "/hardware"]
 CHARTS = {"/research": ["chart-research"], "/prices": ["chart-prices", "chart-kv"], "/hardware": ["chart-capacity"]}
 
@@ -33,37 +27,6 @@ def server(tmp_path_factory):
             yield running.url
     except ServerFailed as exc:
         pytest.fail(str(exc))
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def open_page(browser, server):
-    """``open_page(path, **context_options)`` -> (page, problems): console errors, page errors and
-    failed or 4xx/5xx requests are collected in ``problems``."""
-    contexts = []
-
-    def opener(path: str, **options):
-        context = browser.new_context(**{"viewport": {"width": 1280, "height": 900}, **options})
-        contexts.append(context)
-        page = context.new_page()
-        problems: list[str] = []
-        page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-        page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} {r.failure}"))
-        page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
-        page.goto(server + path, wait_until="networkidle")
-        return page, problems
-
-    yield opener
-    for context in contexts:
-        context.close()
 
 
 POINTS = """id => {
