@@ -11,7 +11,6 @@ from datetime import date
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
-from fastapi.responses import Response
 from pydantic import BaseModel, Field
 from sqlmodel import Session
 
