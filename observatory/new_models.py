@@ -18,10 +18,13 @@ from observatory.core import capacity
 from observatory.core.kvcache import cache_bytes
 from observatory.hardware import load_catalog
 from observatory.ingest import derive
+from observatory.core.trends import ORIGINALS_MIN_PARAMS
 from observatory.tables import ConfigRevision, GeometryRow, HubModel
+from observatory.trend_store import PARAMS
 
-POPULATION = ("every model in the store whose current geometry has an attention kind other than \"none\", "
-              "dated by its creation (or release) date")
+POPULATION = (f"originals: models whose relation is original, not test repositories, with at least "
+              f"{ORIGINALS_MIN_PARAMS / 1e9:g}B parameters (disclosed, else estimated from the config), whose current "
+              f"geometry has attention layers; dated by creation (or release) date")
 
 
 @dataclass(frozen=True)
@@ -35,17 +38,15 @@ class PopulationRow:
 
 
 def population_rows(session: Session) -> list[PopulationRow]:
-    """The models the "median new model" is taken over.
-
-    Until population filters exist this is every dated model whose current geometry has an
-    attention kind other than "none". The integrator switches it here, and only here, to the
-    ``originals`` population (relation original, not a test repo, >= 1B parameters).
-    """
+    """The models the "median new model" is taken over: the trends' ``originals`` population
+    (relation original, not a test repo, at least ``ORIGINALS_MIN_PARAMS`` parameters counted as
+    the trends count them), dated, with attention layers. Change it here and only here."""
     m, g = HubModel.__table__.c, GeometryRow.__table__.c
     query = (sa.select(m.id, m.created_at, m.current_revision_id, m.num_parameters, g.kv_bytes_per_token_bf16,
                        g.sliding_layers, g.chunked)
              .join(GeometryRow.__table__, g.revision_id == m.current_revision_id)
-             .where(g.attention_kind != "none", m.created_at.is_not(None))
+             .where(g.attention_kind != "none", m.created_at.is_not(None),
+                    m.relation == "original", m.is_test_repo.is_(sa.false()), PARAMS >= ORIGINALS_MIN_PARAMS)
              .order_by(m.created_at, m.id))
     return [PopulationRow(model_id=r.id, created=_day(r.created_at), revision_id=r.current_revision_id,
                           num_parameters=r.num_parameters, kv_bytes_per_token=r.kv_bytes_per_token_bf16,
@@ -79,7 +80,7 @@ def _sequence_bytes(session: Session, row: PopulationRow, context: int) -> int |
     key = (row.revision_id, context)
     if key not in _SEQUENCE_BYTES:
         raw = session.execute(sa.select(ConfigRevision.raw_text).where(ConfigRevision.id == row.revision_id)).scalar()
-        geom = derive(raw)[0] if raw is not None else None
+        geom = derive(raw).geometry if raw is not None else None
         _SEQUENCE_BYTES[key] = cache_bytes(geom, context) if geom is not None else None
         while len(_SEQUENCE_BYTES) > _SEQUENCE_BYTES_MAX:
             _SEQUENCE_BYTES.popitem(last=False)

@@ -23,8 +23,9 @@ from observatory.web.api_common import CSV_RESPONSE, model_response
 from observatory.web.deps import ReadSessionDep
 from observatory.web.errors import ERROR_RESPONSES
 from observatory.web.rendering import csv_response, jsonable
+from observatory.web.strict_params import StrictQueryRoute
 
-router = APIRouter(prefix="/api/v1", tags=["claims"], responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/api/v1", tags=["claims"], responses=ERROR_RESPONSES, route_class=StrictQueryRoute)
 
 Format = Annotated[Literal["json", "csv"], Query(description="csv: one row per item of the list")]
 

@@ -138,7 +138,7 @@ def test_claims_recompute_from_the_stored_geometry(client, db):
         raw, params = db.execute(
             "SELECT r.raw_text, m.num_parameters FROM hub_model m JOIN config_revision r "
             "ON r.id = m.current_revision_id WHERE m.id = ?", (model_id,)).fetchone()
-        geometries[model_id], parameters[model_id] = derive(raw)[0], params
+        geometries[model_id], parameters[model_id] = derive(raw).geometry, params
     oracle = core_claims.check_all(core_claims.Inputs(geometries, parameters, {d.id: d for d in load_catalog()}))
     for expected in oracle:
         got = answer[expected["id"]]
@@ -174,14 +174,16 @@ def test_claims_on_an_empty_store_are_unchecked(tmp_path):
 POPULATION_SQL = ("SELECT m.id, m.created_at, m.num_parameters, g.kv_bytes_per_token_bf16, r.raw_text "
                   "FROM hub_model m JOIN geometry g ON g.revision_id = m.current_revision_id "
                   "JOIN config_revision r ON r.id = m.current_revision_id "
-                  "WHERE g.attention_kind != 'none' AND m.created_at IS NOT NULL AND g.kv_bytes_per_token_bf16 > 0")
+                  "WHERE g.attention_kind != 'none' AND m.created_at IS NOT NULL AND g.kv_bytes_per_token_bf16 > 0 "
+                  "AND m.relation = 'original' AND NOT m.is_test_repo "
+                  "AND COALESCE(m.num_parameters, g.params_estimate) >= 1000000000")  # the originals
 
 
 def test_capacity_matches_an_independent_oracle(client, db):
     body = client.get("/api/v1/hardware-capacity").json()
     models = []
     for model_id, created, params, _, raw in db.execute(POPULATION_SQL):
-        models.append((date.fromisoformat(created[:10]), params, derive(raw)[0]))
+        models.append((date.fromisoformat(created[:10]), params, derive(raw).geometry))
     with_params = [m for m in models if m[1]]
     assert body["models"] == len(with_params) and body["skipped_without_parameters"] == len(models) - len(with_params)
     assert body["context"] == 32768 and body["weights_bytes_per_parameter"] == 2

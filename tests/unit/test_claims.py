@@ -24,7 +24,7 @@ ENTRIES = {e.id: e for e in load_entries()}
 
 
 def _geom(model_id):
-    return derive(ENTRIES[model_id].raw_text)[0]
+    return derive(ENTRIES[model_id].raw_text).geometry
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +146,7 @@ def test_mistral_rolling_buffer_is_8x_and_needs_the_window(inputs):
     assert result["verdict"] == HOLDS and result["figures"][0]["ours"] == 32768 / 4096
     config = json.loads(ENTRIES[claims.MISTRAL_7B].raw_text)
     del config["sliding_window"]
-    unwindowed = derive(json.dumps(config))[0]
+    unwindowed = derive(json.dumps(config)).geometry
     plain = check(_claim("mistral-7b-rolling-buffer"), replace(inputs, geometries={claims.MISTRAL_7B: unwindowed}))
     assert plain["verdict"] == FAILS and plain["figures"][0]["ours"] == 1
 
