@@ -67,7 +67,6 @@ def site(tmp_path_factory):
     urls = {
         "/api/v1/openapi.json": "/api/v1/openapi.json",
         "/api/v1/docs": "/api/v1/docs",
-        "/docs/oauth2-redirect": "/docs/oauth2-redirect",
         "/api/v1/models": "/api/v1/models?kind=GQA&sort=group_size",
         "/api/v1/models.csv": "/api/v1/models.csv",
         "/api/v1/models/{model_id}": f"/api/v1/models/{MODEL}",
