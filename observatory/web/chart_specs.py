@@ -240,7 +240,7 @@ def research_quality(rows: Sequence[dict], papers: Sequence[str]) -> dict:
                            "points": points})
     return {"type": "xy", "n_label": "scores averaged", "legend_shapes": True,
             "x": {"type": "log", "title": "KV per token ÷ the paper's MHA baseline (1/G for GQA)"},
-            "y": {"unit": "share", "title": "quality change vs baseline"},
+            "y": {"unit": "share", "title": "quality vs baseline"},
             "series": series}
 
 
