@@ -97,7 +97,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     # Routers, one line each.
-    from observatory.web import api_crawl, api_docs, api_hardware, api_models, api_trends
+    from observatory.web import api_claims, api_crawl, api_docs, api_hardware, api_models, api_trends
 
     app.include_router(api_docs.router)
 
@@ -105,6 +105,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(api_trends.router)
     app.include_router(api_hardware.router)
     app.include_router(api_crawl.router)
+    app.include_router(api_claims.router)
     from observatory.web import pages
 
     app.include_router(pages.router)
