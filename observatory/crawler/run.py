@@ -124,9 +124,10 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
                               time.monotonic() - started, extra)
     finally:
         lease.release(engine, LEASE_NAME, holder)
-    from observatory import pipeline
+    if not job.should_stop():  # shutting down: the next start-up brings trends up to date
+        from observatory import pipeline
 
-    pipeline.after_crawl(engine, settings, run)
+        pipeline.after_crawl(engine, settings, run)
     return run
 
 
