@@ -225,3 +225,20 @@ def test_unreachable_hub_is_one_attempt_and_one_line_without_a_traceback(engine,
     assert run.requests == 1
     crawl_records = [r for r in caplog.records if r.name.startswith("observatory")]
     assert crawl_records and all(r.exc_info is None and r.levelno < logging.WARNING for r in crawl_records)
+
+
+def test_an_offline_first_run_reads_as_offline_not_failed_on_the_pages(engine, settings, hub_settings):
+    from fastapi.testclient import TestClient
+
+    from observatory.testing.server import free_port
+    from observatory.web.app import create_app
+
+    crawl(engine, hub_settings.model_copy(update={"hf_endpoint": f"http://127.0.0.1:{free_port()}"}))
+    offline = settings.model_copy(update={"scheduler_enabled": False, "autoload_snapshot": True})
+    with TestClient(create_app(offline)) as client:  # the bundled snapshot, as on a fresh install
+        home, page = client.get("/").text, client.get("/crawl").text
+        health = client.get("/api/v1/crawl/health").json()
+    said = "Hub not reachable — showing the bundled snapshot"
+    assert "last crawl" in home and said in home and ": failed" not in home
+    assert said in page
+    assert health["last_run"]["status"] == "unreachable" and health["last_run"]["summary"] == said
