@@ -41,6 +41,7 @@ class HubModel(SQLModel, table=True):
 
     id: str = Field(primary_key=True, max_length=200)  # "org/name"
     author: str | None = Field(default=None, index=True, max_length=100)
+    author_key: str | None = Field(default=None, max_length=100)  # lower(author): case-blind matching
     created_at: datetime | None = Field(default=None, index=True)  # Hub createdAt, or release date
     last_modified: datetime | None = None
     sha: str | None = Field(default=None, max_length=64)

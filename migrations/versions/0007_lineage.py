@@ -10,6 +10,10 @@ geometry gains encoder-only / encoder-decoder flags, the cross-attention cache p
 token, the ``uncertain`` mark (an unknown layer type counted as a full KV layer), the
 architecture fingerprint and the config-based parameter estimate (issue 11, issue 10).
 
+``author_key`` is the organisation lower-cased, so ``author=Meta-Llama`` finds meta-llama as it
+does on the Hub; its (author_key, created_at, id) index replaces the one on author (which is
+why this revision depends on 0004_trends, where that index was made).
+
 Revision ID: 0007_lineage
 Revises: 0006_bigint_counts
 """
@@ -21,7 +25,7 @@ import sqlmodel.sql.sqltypes
 revision = '0007_lineage'
 down_revision = '0006_bigint_counts'
 branch_labels = None
-depends_on = None
+depends_on = '0004_trends'
 
 BigInt = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
@@ -44,6 +48,11 @@ def upgrade() -> None:
                                       nullable=True))
         batch_op.add_column(sa.Column('snapshot_meta', sa.JSON(), nullable=True))
         batch_op.create_index(batch_op.f('ix_hub_model_relation'), ['relation'], unique=False)
+        batch_op.add_column(sa.Column('author_key', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=True))
+        batch_op.drop_index('ix_hub_model_author_created_at_id')
+        batch_op.create_index('ix_hub_model_author_key_created_at_id', ['author_key', 'created_at', 'id'],
+                              unique=False)
+    op.execute("UPDATE hub_model SET author_key = lower(author)")
     # Snapshot rows never had a download count: 0 stood for "unknown" until now.
     op.execute("UPDATE hub_model SET downloads = NULL, likes = NULL WHERE source = 'snapshot'")
 
@@ -68,6 +77,9 @@ def downgrade() -> None:
     op.execute("UPDATE hub_model SET downloads = 0 WHERE downloads IS NULL")
     op.execute("UPDATE hub_model SET likes = 0 WHERE likes IS NULL")
     with op.batch_alter_table('hub_model', schema=None) as batch_op:
+        batch_op.drop_index('ix_hub_model_author_key_created_at_id')
+        batch_op.create_index('ix_hub_model_author_created_at_id', ['author', 'created_at', 'id'], unique=False)
+        batch_op.drop_column('author_key')
         batch_op.drop_index(batch_op.f('ix_hub_model_relation'))
         for name in ('snapshot_meta', 'organisation', 'lineage_warnings', 'is_test_repo', 'quant_bits',
                      'quant_method', 'weight_dtypes', 'active_parameters', 'parameters_source',

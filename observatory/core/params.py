@@ -64,7 +64,7 @@ VOCAB_KEYS = ("vocab_size", "padded_vocab_size", "n_vocab")
 FFN_KEYS = ("intermediate_size", "ffn_hidden_size", "ffn_dim", "n_inner", "inner_hidden_size", "d_ff",
             "block_ff_dim")
 EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
-TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k", "top_k")
+TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k", "top_k", "top_k_experts")  # Gemma-4: top_k_experts
 # Keys of architectures whose extra weights this module does not model (DeepSeek-V4 and kin).
 UNMODELLED = {"hc_mult": "hyper-connections", "o_lora_rank": "low-rank output projection",
               "index_n_heads": "sparse-attention indexer", "compress_ratios": "compressed attention",

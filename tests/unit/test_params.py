@@ -76,7 +76,13 @@ def test_moe_active_parameters_within_five_percent_of_published(known):
 
 def test_every_bundled_config_gets_an_estimate_whose_breakdown_adds_up():
     for path in sorted(CONFIG_DIR.glob("*.json")):
-        est = estimate_parameters(json.loads(path.read_text()))
+        cfg = json.loads(path.read_text())
+        if cfg.get("is_encoder_decoder") is True and cfg.get("model_type") not in ("t5", "mt5", "umt5"):
+            # BART, Whisper, NLLB: refused with the one-line reason until their stacks are modelled
+            with pytest.raises(GeometryError, match="is not estimated"):
+                estimate_parameters(cfg)
+            continue
+        est = estimate_parameters(cfg)
         assert set(est.breakdown) <= set(BREAKDOWN_KEYS), path.name
         assert all(v > 0 for v in est.breakdown.values()), path.name
         assert sum(est.breakdown.values()) == est.total, path.name
