@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from datetime import datetime, timedelta
 
-import pytest
 from crawler_support import (
     LLAMA,
     LONG_AGO,
