@@ -172,7 +172,7 @@ class SchedulerHandle:
     def shutdown(self, wait: bool = True) -> None:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=self._ttl)
+            self._thread.join(timeout=min(self._ttl, self.settings.scheduler_shutdown_grace_s))
         self._stop_scheduler(wait=wait)
 
     # -- leadership ---------------------------------------------------------------------------
