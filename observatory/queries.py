@@ -342,7 +342,9 @@ def _bind_values(params: ModelListParams) -> dict[str, Any]:
         "author": params.author.lower() if params.author else None, "model_type": params.model_type,
         "min_downloads": params.min_downloads,
         "created_from": _day_start(params.created_from) if params.created_from else None,
-        "created_to": _day_start(params.created_to + timedelta(days=1)) if params.created_to else None,
+        # the day after, exclusive; the calendar's last day bounds nothing (and has no day after)
+        "created_to": _day_start(params.created_to + timedelta(days=1))
+        if params.created_to and params.created_to < date.max else None,
         # matched with LIKE ... ESCAPE '/': the user's % and _ are literal
         "q": params.q.replace("/", "//").replace("%", "/%").replace("_", "/_") if params.q is not None else None,
     }

@@ -57,6 +57,33 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+class HeadAsGet:
+    """HEAD on every GET route: the request goes to the app as a GET and the body is dropped, so
+    status and headers (Content-Length included) are the GET's.
+
+    FastAPI routes answer only the methods they declare (Starlette's plain routes add HEAD
+    themselves), and declaring HEAD on each would also list it in OpenAPI. The GET runs in full,
+    a CSV export included; uptime and link checkers ask for pages, which are cheap.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_without_body(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, send_without_body)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = get_engine(settings)
@@ -93,6 +120,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
 
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(HeadAsGet)
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
