@@ -89,7 +89,7 @@ class Derived:
         return quantization(self.config, []) if self.config is not None else (None, None)
 
 
-def _estimate(cfg: dict) -> tuple[int | None, int | None]:
+def parameter_estimate(cfg: dict) -> tuple[int | None, int | None]:
     """Total and active parameters estimated from the config; (None, None) when it cannot say."""
     try:
         estimate = estimate_parameters(cfg)
@@ -101,7 +101,7 @@ def _estimate(cfg: dict) -> tuple[int | None, int | None]:
 def geometry_values(geom: Geometry, cfg: dict, *, revision_id: int, model_id: str) -> dict:
     """The ``geometry`` row for a derived Geometry, as column values."""
     mla = geom.mla
-    total, active = _estimate(cfg)
+    total, active = parameter_estimate(cfg)
     return dict(
         encoder_only=getattr(geom, "encoder_only", False),
         is_encoder_decoder=getattr(geom, "is_encoder_decoder", False),

@@ -484,6 +484,8 @@ class ModelInfo(BaseModel):
     is_test_repo: bool
     lineage_warnings: list[str] | None
     organisation: str | None
+    snapshot_meta: dict | None = Field(description="Snapshot entries: family, the sources of the release date, "
+                                                   "parameter count and config, and notes")
     source: str = Field(description='"hub" (crawled) or "snapshot" (bundled notable-model snapshot)')
     release_date_confidence: str | None
     first_seen_at: datetime
@@ -911,6 +913,15 @@ def store_counts(session: Session) -> dict[str, int]:
     others = dict(session.execute(_OTHER_SOURCES).all())
     counts = {"snapshot": 0, **others, "hub": total - sum(others.values())}
     return {"total": total, **dict(sorted(counts.items()))}
+
+
+def geometry_flags(session: Session) -> dict[str, int]:
+    """Current geometries the trends count apart: uncertain ones (an unknown layer type counted as a
+    full KV layer) and encoder-only models."""
+    current = (sa.select(sa.func.count()).select_from(HubModel.__table__)
+               .join(GeometryRow.__table__, _G.revision_id == _M.current_revision_id))
+    return {"uncertain": session.execute(current.where(_G.uncertain.is_(sa.true()))).scalar_one(),
+            "encoder_only": session.execute(current.where(_G.encoder_only.is_(sa.true()))).scalar_one()}
 
 
 def _by_source(condition: sa.ColumnElement) -> sa.Select:

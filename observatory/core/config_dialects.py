@@ -28,7 +28,8 @@ KV_HEAD_KEYS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "n_kv_heads"
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_transformer_layers")
 WIDTH_KEYS = ("hidden_size", "n_embd", "n_embed", "d_model", "model_dim", "dim")
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length")
-HEAD_DIM_KEYS = ("head_dim", "d_kv", "attn_cfg.head_dim")  # T5 spells the per-head width d_kv
+# T5 spells the per-head width d_kv, NemotronH attention_head_dim
+HEAD_DIM_KEYS = ("head_dim", "d_kv", "attention_head_dim", "attn_cfg.head_dim")
 
 # Flat encoder-decoder configs (T5, BART, Whisper, Marian, NLLB) describe both stacks at the top
 # level; the decoder is the one that caches per generated token. num_hidden_layers there is the
@@ -355,26 +356,16 @@ def fit_to_layers(kinds: list[Any], n_layers: int, path: str, warnings: list[str
 def explicit_schedule(sec: Section, n_layers: int) -> tuple[list[str], str] | None:
     """Per-layer kinds from a schedule the config spells out, or None if it spells none out."""
     w = sec.warnings
-    attn_idx = sec.raw("attn_layer_idx")  # mamba_ssm: Mamba-2 layers except the listed attention layers
-    if isinstance(sec.raw("ssm_cfg"), dict) and isinstance(attn_idx, list):
-        kinds = ["mamba"] * n_layers
-        for i, value in enumerate(attn_idx):
-            index = to_int(value, f"{sec.path('attn_layer_idx')}[{i}]", w, lo=0)
-            if index >= n_layers:
-                w.append(f"{sec.path('attn_layer_idx')}[{i}]={index} is beyond the {n_layers} layers; ignored")
-            else:
-                kinds[index] = "full"
-        return kinds, sec.path("attn_layer_idx")
-    full_idx = sec.raw("full_attn_idxs")  # LFM2's first configs: attention on these layers, convolution elsewhere
-    if isinstance(full_idx, list) and "layer_types" not in sec.data:
-        kinds = ["conv"] * n_layers
-        for i, value in enumerate(full_idx):
-            index = to_int(value, f"{sec.path('full_attn_idxs')}[{i}]", w, lo=0)
-            if index >= n_layers:
-                w.append(f"{sec.path('full_attn_idxs')}[{i}]={index} is beyond the {n_layers} layers; ignored")
-            else:
-                kinds[index] = "full"
-        return kinds, sec.path("full_attn_idxs")
+    # Lists of the layers that attend, the others being Mamba (Bamba attn_layer_indices, the mamba_ssm
+    # package's attn_layer_idx) or short convolutions (LFM2's first configs, full_attn_idxs).
+    for key, other in (("attn_layer_indices", "mamba"), ("attn_layer_idx", "mamba"), ("full_attn_idxs", "conv")):
+        listed = sec.raw(key)
+        if isinstance(listed, list) and "layer_types" not in sec.data:
+            return _attending(sec, key, listed, other, n_layers), sec.path(key)
+    pattern = sec.raw("hybrid_layer_pattern")  # MiMo-V2: 1 = sliding-window layer, 0 = full attention
+    if isinstance(pattern, list) and pattern and all(v in (0, 1) and not isinstance(v, bool) for v in pattern):
+        kinds = ["sliding" if v == 1 else "full" for v in pattern]
+        return fit_to_layers(kinds, n_layers, sec.path("hybrid_layer_pattern"), w), sec.path("hybrid_layer_pattern")
     # GPT-Neo spells its global/local alternation as attention_layers.
     for key in ("layer_types", "layers_block_type", "block_types", "attention_layers"):
         value = sec.raw(key)
@@ -402,6 +393,17 @@ def explicit_schedule(sec: Section, n_layers: int) -> tuple[list[str], str] | No
         kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(n_layers)]
         return kinds, sec.path("full_attention_interval")
     return None
+
+
+def _attending(sec: Section, key: str, listed: list, other: str, n_layers: int) -> list[str]:
+    kinds = [other] * n_layers
+    for i, value in enumerate(listed):
+        index = to_int(value, f"{sec.path(key)}[{i}]", sec.warnings, lo=0)
+        if index >= n_layers:
+            sec.warnings.append(f"{sec.path(key)}[{i}]={index} is beyond the {n_layers} layers; ignored")
+        else:
+            kinds[index] = "full"
+    return kinds
 
 
 def sliding_schedule(sec: Section, n_layers: int, model_type: str | None) -> tuple[list[bool], str]:

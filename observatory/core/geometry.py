@@ -301,6 +301,7 @@ def parse_geometry(cfg: dict) -> Geometry:
     k_per_layer = _per_layer(sec, kv, "num_kv_heads", "num_key_value_heads_per_layer", n_layers)
     k = kv if isinstance(kv, int) else max(k_per_layer)
     k_per_layer = _global_kv_heads(sec, kinds, k, k_per_layer)
+    k_per_layer = _sliding_kv_heads(sec, kinds, k, k_per_layer)
     _check_groups(sec, kinds, h, k, q_per_layer, k_per_layer, mla=sec.raw("kv_lora_rank") is not None)
 
     mla = _mla(sec, h, hidden)
@@ -442,6 +443,19 @@ def _global_kv_heads(sec: Section, kinds: list[str], k: int, k_per_layer: list[i
     k_full = sec.count("num_kv_heads_full_layers", ("num_global_key_value_heads",))
     base = k_per_layer or [k] * len(kinds)
     return [k_full if kind == "full" else base[i] for i, kind in enumerate(kinds)]
+
+
+def _sliding_kv_heads(sec: Section, kinds: list[str], k: int, k_per_layer: list[int] | None) -> list[int] | None:
+    """MiMo-V2: sliding-window layers have their own KV-head count (swa_num_key_value_heads)."""
+    if sec.raw("swa_num_key_value_heads") is None or "sliding" not in kinds:
+        return k_per_layer
+    k_swa = sec.count("num_kv_heads_sliding_layers", ("swa_num_key_value_heads",))
+    for key, full in (("swa_head_dim", "head_dim"), ("swa_v_head_dim", "v_head_dim"),
+                      ("swa_num_attention_heads", "num_attention_heads")):
+        if sec.raw(key) is not None and sec.raw(key) != sec.raw(full):
+            sec.warnings.append(f"{sec.path(key)}={show(sec.raw(key))} differs from {full}; not modelled")
+    base = k_per_layer or [k] * len(kinds)
+    return [k_swa if kind == "sliding" else base[i] for i, kind in enumerate(kinds)]
 
 
 def _global_head_dims(sec: Section, kinds: list[str], head_dim: int) -> list[int] | None:

@@ -38,6 +38,7 @@ from observatory.queries import (
     InvalidPageToken,
     ModelListParams,
     current_geometry,
+    geometry_flags,
     get_model_detail,
     model_parameters,
     not_found_message,
@@ -572,6 +573,7 @@ def crawl_page(request: Request, fmt: str | None) -> Response:
         data = {
             "health": crawler_health(session),
             "models": store_counts(session),
+            "geometry_flags": geometry_flags(session),
             "runs": [run_to_dict(r) for r in recent_runs(session, 50)],
             "open_failures": [
                 {"model_id": f.model_id, "reason": f.reason, "transient": f.transient, "attempts": f.attempts,
@@ -608,6 +610,7 @@ def methodology_data() -> dict:
         "populations": list(POPULATIONS),
         "originals_min_params": ORIGINALS_MIN_PARAMS,
         "thin_n": THIN_N,
+        "dataset_url": f"/downloads/{DATASET_FILENAME}",
         "periods": list(PERIODS),
         "weightings": list(WEIGHTINGS),
         "size_classes": list(SIZE_CLASSES),
@@ -619,6 +622,19 @@ def methodology_data() -> dict:
                     "bytes_per_token": kvcache.bytes_per_token(geom, "fp16"), "gqa_bytes": gqa, "mha_bytes": mha,
                     "elements_gqa": geom.kv_elements_per_token * 2048, "elements_mha": counter.kv_elements_per_token * 2048},
     }
+
+
+DATASET_FILENAME = "gqa-observatory-snapshot.zip"
+
+
+@router.get(f"/downloads/{DATASET_FILENAME}", include_in_schema=False)
+async def dataset_download() -> Response:
+    """The bundled snapshot as a Frictionless data package (zip): models.csv, datapackage.json, configs/."""
+    from observatory.snapshot_export import bundled_zip_bytes
+
+    body = await run_in_threadpool(bundled_zip_bytes)
+    return Response(body, media_type="application/zip",
+                    headers={"Content-Disposition": f'attachment; filename="{DATASET_FILENAME}"'})
 
 
 @page("/methodology")

@@ -642,3 +642,24 @@ def test_lfm2_full_attn_idxs_name_the_attention_layers():
     assert geom.is_hybrid and geom.kv_layers == 6 and layers_of(geom, "full") == [2, 5, 8, 10, 12, 14]
     assert geom.kv_elements_per_token == 6 * 2 * 8 * 64
     assert geom.sources["layer_kinds"] == "full_attn_idxs"
+
+
+def test_bamba_attends_on_attn_layer_indices():
+    geom = _bundled("ibm-ai-platform__Bamba-9B.json")  # 32 layers, attention on 9, 18, 27
+    assert geom.is_hybrid and layers_of(geom, "full") == [9, 18, 27] and geom.kv_layers == 3
+    assert geom.kv_elements_per_token == 3 * 2 * 8 * 128
+
+
+def test_nemotron_h_head_dim_is_attention_head_dim():
+    geom = _bundled("nvidia__Nemotron-H-4B-Base-8K.json")  # hidden 3072 / 32 heads = 96, but heads are 128 wide
+    assert geom.head_dim == 128 and geom.sources["head_dim"] == "attention_head_dim"
+
+
+def test_mimo_v2_sliding_layers_have_their_own_kv_heads():
+    geom = _bundled("XiaomiMiMo__MiMo-V2-Flash.json")
+    pattern = [0, 1, 1, 1, 1, 0] + ([1] * 5 + [0]) * 7  # hybrid_layer_pattern: 1 = sliding
+    assert [k == "sliding" for k in geom.layer_kinds] == [bool(v) for v in pattern]
+    full, sliding = layers_of(geom, "full"), layers_of(geom, "sliding")
+    assert {geom.kv_heads_per_layer[i] for i in full} == {4} and {geom.kv_heads_per_layer[i] for i in sliding} == {8}
+    assert geom.kv_elements_per_token == len(full) * 4 * (192 + 128) + len(sliding) * 8 * (192 + 128)
+    assert geom.sliding_window == 128
