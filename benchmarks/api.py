@@ -40,12 +40,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from observatory.core import kvcache  # noqa: E402
+from observatory.core.geometry import PARSER_VERSION  # noqa: E402
 from observatory.db import make_engine, upgrade  # noqa: E402
 from observatory.ingest import derive  # noqa: E402
 from observatory.testing.server import free_port  # noqa: E402
 from observatory.trend_store import refresh_trends  # noqa: E402
 
 START, END = date(2019, 1, 1), date(2026, 11, 1)
+RELATION_MIX = ("original", "finetune", "quantized", "adapter", "merge")
+RELATION_WEIGHTS = (15, 45, 30, 5, 5)
 
 
 # --- synthetic data ---------------------------------------------------------------------------
@@ -124,15 +127,21 @@ def generate(n: int, seed: int = 1):
         params = None if rng.random() < 0.1 else int(rng.lognormvariate(math.log(7e9), 1.3))
         created_s = created.strftime("%Y-%m-%d %H:%M:%S.%f")
         rev_id = i + 1
+        # The live Hub's mix: most repositories with a config are derivatives of a few bases.
+        relation = rng.choices(RELATION_MIX, weights=RELATION_WEIGHTS)[0]
+        bases = json.dumps([f"{authors[rng.randrange(50)]}/model-{rng.randrange(max(1, i)):07d}"]) \
+            if relation != "original" else None
         yield (
-            (model_id, author, created_s, downloads, rng.randrange(100), "[]", "hub", params, rev_id, now, now),
+            (model_id, author, author.lower(), created_s, downloads, rng.randrange(100), "[]", "hub", params,
+             relation, bases, int(rng.random() < 0.01), rev_id, now, now),
             (rev_id, model_id, f"sha{i:07d}", raw, now, "verbatim", "ok"),
-            (rev_id, rev_id, model_id, 1, geom.model_type, archs, geom.attention_kind, int(geom.is_hybrid),
+            (rev_id, rev_id, model_id, PARSER_VERSION, geom.model_type, archs, geom.attention_kind, int(geom.is_hybrid),
              geom.num_query_heads, geom.num_kv_heads, geom.group_size, geom.head_dim, geom.v_head_dim,
              geom.num_layers, geom.kv_layers, geom.sliding_window, geom.sliding_layers, int(geom.chunked),
              geom.hidden_size, geom.mla.kv_lora_rank if geom.mla else None,
              geom.mla.qk_rope_head_dim if geom.mla else None, geom.mla.qk_nope_head_dim if geom.mla else None,
-             geom.mla.q_lora_rank if geom.mla else None, geom.kv_elements_per_token, kv_bytes, sources, "[]", now),
+             geom.mla.q_lora_rank if geom.mla else None, geom.kv_elements_per_token, kv_bytes, sources, "[]", now,
+             params),
         )
 
 
@@ -146,15 +155,16 @@ def build_store(path: Path, n: int) -> float:
     conn.execute("BEGIN")
     batch: tuple[list, list, list] = ([], [], [])
     sql = (
-        "INSERT INTO hub_model (id, author, created_at, downloads, likes, tags, source, num_parameters, "
-        "current_revision_id, first_seen_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO hub_model (id, author, author_key, created_at, downloads, likes, tags, source, num_parameters, "
+        "relation, base_models, is_test_repo, current_revision_id, first_seen_at, updated_at) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         "INSERT INTO config_revision (id, model_id, sha, raw_text, fetched_at, provenance, parse_status) "
         "VALUES (?,?,?,?,?,?,?)",
         "INSERT INTO geometry (id, revision_id, model_id, parser_version, model_type, architectures, attention_kind, "
         "is_hybrid, num_query_heads, num_kv_heads, group_size, head_dim, v_head_dim, num_layers, kv_layers, "
         "sliding_window, sliding_layers, chunked, hidden_size, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, "
-        "q_lora_rank, kv_elements_per_token, kv_bytes_per_token_bf16, sources, warnings, derived_at) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "q_lora_rank, kv_elements_per_token, kv_bytes_per_token_bf16, sources, warnings, derived_at, "
+        "params_estimate) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     )
     for rows in generate(n):
         for target, row in zip(batch, rows):
@@ -320,8 +330,9 @@ def main() -> None:
     conn.close()
     cutoffs = [(date(2023, 6, 1) + timedelta(days=rng.randrange(1200))) for _ in range(200)]
 
-    trend_paths = [f"/api/v1/trends?{urlencode({'period': p, 'weighting': w, 'min_downloads': t})}"
-                   for p in ("month", "quarter") for w in ("count", "downloads") for t in (0, 1000)]
+    trend_paths = [f"/api/v1/trends?{urlencode({'population': pop, 'period': p, 'weighting': w, 'min_downloads': t})}"
+                   for pop in ("originals", "all", "derivatives") for p in ("month", "quarter")
+                   for w in ("count", "downloads", "family_downloads") for t in (0, 1000)]
     list_paths = [f"/api/v1/models?{urlencode({'kind': 'GQA', 'g_min': 8, 'min_downloads': 10, 'created_to': c.isoformat(), 'size': 50})}"
                   for c in cutoffs]
     model_paths = [f"/api/v1/models/{quote(i)}" for i in ids]

@@ -62,7 +62,7 @@ def upsert_models(session: Session, rows: Mapping[str, Mapping]) -> None:
     ]
     if new:
         session.execute(insert(HubModel), new)
-    _update_models(session, {model_id: {**rows[model_id], "updated_at": now} for model_id in existing})
+    update_model_rows(session, {model_id: {**rows[model_id], "updated_at": now} for model_id in existing})
 
 
 def _author(model_id: str) -> str | None:
@@ -189,7 +189,7 @@ def record_configs(session: Session, items: Iterable[ConfigItem]) -> list[Record
         if geometries:
             session.execute(insert(GeometryRow), geometries)
         current = {key[0]: (stored[key].revision_id, d) for key, (_item, d) in fresh.items()}  # later items win
-        _update_models(session, {
+        update_model_rows(session, {
             model_id: {"current_revision_id": rev_id, "updated_at": now,
                        **dict(zip(("quant_method", "quant_bits"), d.quantization))}
             for model_id, (rev_id, d) in current.items()})
@@ -212,7 +212,7 @@ def record_config(
     return session.get(ConfigRevision, recorded.revision_id), recorded.created
 
 
-def _update_models(session: Session, values_by_id: Mapping[str, Mapping]) -> None:
+def update_model_rows(session: Session, values_by_id: Mapping[str, Mapping]) -> None:
     """UPDATE HubModels by primary key, one executemany per set of columns.
 
     Bulk UPDATEs bypass the identity map, so objects already loaded are kept in step by hand.

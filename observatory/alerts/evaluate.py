@@ -333,11 +333,17 @@ def _catch_up(session: Session, settings: Settings, now: datetime) -> int:
 
 
 def evaluate_at_start(engine: Engine, settings: Settings) -> EvaluationReport | None:
-    """Evaluate once at start-up on whatever the store holds (the bundled snapshot on a fresh
-    install), so the alerts page shows every rule's state before any crawl. One-shot rules take
-    this data in as history; nothing is sent unless a subscriber's rule fires on it. A failure
-    is logged in one line and never stops the site from starting."""
+    """On a store never evaluated (a fresh install on the bundled snapshot), evaluate once at
+    start-up, so the alerts page shows every rule's state before any crawl; later starts leave it
+    to the evaluation after each crawl. One-shot rules take this data in as history; nothing is
+    sent unless a subscriber's rule fires on it. A failure is logged in one line and never stops
+    the site from starting."""
     try:
+        with Session(engine) as session:
+            evaluated = session.exec(select(AlertRule.id).where(AlertRule.last_evaluated_at.is_not(None))
+                                     .limit(1)).first()
+        if evaluated is not None:
+            return None
         return evaluate(engine, settings)
     except Exception as exc:  # noqa: BLE001 - start-up must go on; the next evaluation retries
         log.warning("alert evaluation at start-up failed: %s: %s", type(exc).__name__, exc)

@@ -74,12 +74,17 @@ class Lineage:
                 "quant_bits": self.quant_bits, "is_test_repo": self.is_test_repo, "warnings": list(self.warnings)}
 
 
-def classify(model_id: Any, base_models_field: Any, config: Any, num_parameters: Any) -> Lineage:
-    """Relation, bases, quantization and test-repo flag of one listed model (see the module docstring)."""
+def classify(model_id: Any, base_models_field: Any, config: Any, num_parameters: Any, *,
+             declared: tuple[str | None, int | None] | None = None) -> Lineage:
+    """Relation, bases, quantization and test-repo flag of one listed model (see the module docstring).
+
+    ``declared`` is the (method, bits) already read from the model's config (``quantization``),
+    for callers that hold that rather than the config itself.
+    """
     warnings: list[str] = []
     if not is_valid_repo_id(model_id):
         warnings.append(f"model id {show(model_id)} is not a valid repo id")
-    method, bits = quantization(config, warnings)
+    method, bits = declared if declared is not None else quantization(config, warnings)
     relation, bases = _relation(model_id, base_models_field, warnings)
     if relation == "original" and method is not None:
         if method in NATIVE_LOW_PRECISION:

@@ -1,11 +1,14 @@
 """One crawl: retry due failures, list new models down to the mark, then changed ones.
 
-Three passes, each cheap when there is nothing to do:
+Four passes, each cheap when there is nothing to do:
 
 1. **retry** - transient failures whose backoff has elapsed, fetched at their recorded sha;
 2. **created** - ``sort=createdAt`` newest-first down to the scope's ``created_mark``: new repos;
 3. **modified** - ``sort=lastModified`` newest-first down to ``modified_mark``: repos already
-   stored whose sha moved (old models are below the created mark, so only this pass sees them).
+   stored whose sha moved (old models are below the created mark, so only this pass sees them);
+4. **lineage** - only while stored models lack the listing's ``baseModels``/``safetensors`` facts
+   (stored before the listing asked for them): ``sort=createdAt`` down to the oldest of them,
+   listing pages only, no config fetched.
 
 The main thread lists and writes; a bounded pool of threads fetches configs. Results are
 committed in small batches as they arrive (the checkpoint: a SIGKILL loses at most the batch in
@@ -99,6 +102,7 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
                     job.retry_pass()
                 job.created_pass(since=since, max_models=max_models)
                 job.modified_pass()
+                job.lineage_pass()
             except RateLimited as exc:
                 status, error, extra = "rate_limited", _one_line(exc), {"retry_at": exc.retry_at.isoformat()}
             except (LeaseLost, Stopped) as exc:
@@ -169,6 +173,9 @@ class _Crawl:
         self.max_inflight = max(1, settings.crawl_concurrency) * 4
         self.pending: dict[Future, store.Work] = {}
         self.ready: list[store.Work] = []
+        # Listed models whose config is already stored: their listing facts (lineage, parameter
+        # count) are written in the next batch, with no config fetched.
+        self.unchanged_facts: dict[str, tuple] = {}
         self.last_flush = self.last_renew = time.monotonic()
         self.last_report = float("-inf")
         self.lease_lost = False
@@ -234,6 +241,19 @@ class _Crawl:
                 state.modified_mark = marks.advance(state.modified_mark, walk.top)
                 state.updated_at = utcnow()
 
+    def lineage_pass(self) -> None:
+        """Once, for models stored before the listing carried ``baseModels`` and ``safetensors``:
+        list down to the oldest of them and read their facts. Listing pages only, no config."""
+        with session_scope(self.engine) as session:
+            oldest = store.oldest_facts_unread(session)
+        if oldest is None:
+            return
+        walk = self._walk("lineage", "created_at", lambda i: i.created_at, oldest, tracked_only=True)
+        if walk.complete:
+            self._flush()
+            with session_scope(self.engine) as session:
+                walk.info["unlisted"] = store.mark_unlisted(session, oldest)
+
     def _walk(self, name: str, sort: SortKey, date_of: Callable[[Listed], datetime | None], stop: datetime, *,
               budget: int | None = None, tracked_only: bool = False) -> _Walk:
         """List newest-first by ``sort`` down to ``stop``, fetching what needs it; all stored on return."""
@@ -294,9 +314,10 @@ class _Crawl:
             return
         if knowledge.done(item.id, item.sha):
             self.skipped["unchanged"] += 1
+            self.unchanged_facts[item.id] = item.facts  # lineage for models stored before it was listed
             return
         work = store.Work(item.id, item.sha, item.model_fields(),
-                          had_revision=bool(knowledge.revisions.get(item.id)))
+                          had_revision=bool(knowledge.revisions.get(item.id)), facts=item.facts)
         if item.sha is None:
             self._fail_now(work, "no_sha", "the listing gave no commit sha")
         elif item.gated != "false" and not self.settings.hf_token:
@@ -348,10 +369,12 @@ class _Crawl:
 
     def _flush(self) -> None:
         self._keep_lease()
-        if self.ready:
+        if self.ready or self.unchanged_facts:
             batch, self.ready = self.ready, []
+            facts, self.unchanged_facts = self.unchanged_facts, {}
             with session_scope(self.engine) as session:
                 labels = store.write(session, batch, run_id=self.run_id, policy=self.policy, now=utcnow())
+                store.update_facts(session, facts)
             self.labels.update(labels)
         self.last_flush = time.monotonic()
         self._report()

@@ -13,6 +13,7 @@ import logging
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from observatory.crawler import store
 from observatory.db import session_scope
 from observatory.hub import session as hub_session
 from observatory.hub.listing import LISTING_FAILURES, list_newest
@@ -36,7 +37,7 @@ def refresh_popular(engine: Engine, settings: Settings) -> dict:
     error = None
     with hub_session.counting() as counter:
         # No limit= (it would also be sent as the page size); the lazy listing stops when we do.
-        items = list_newest(settings, "downloads", expand=["downloads", "likes"])
+        items = list_newest(settings, "downloads", expand=["downloads", "likes", "baseModels", "safetensors"])
         chunk = []
         try:
             for item in items:
@@ -66,4 +67,7 @@ def _apply(engine: Engine, chunk: list, now) -> int:
             model = models.get(item.id)
             if model is not None:
                 model.downloads, model.likes, model.stats_refreshed_at = item.downloads, item.likes, now
+        session.flush()
+        # Popular models stored before the listing carried lineage get it here, with no config fetched.
+        store.update_facts(session, {item.id: item.facts for item in chunk if item.id in models})
     return len(models)

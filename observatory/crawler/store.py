@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import update
 from sqlmodel import Session, col, select
@@ -20,8 +21,10 @@ from observatory.crawler.scope import Scope, check_definition
 from observatory.crawler.tables import CrawlFailure, CrawlScope
 from observatory.core.geometry import ConfigError, parse_config_text
 from observatory.hub.files import Fetched
-from observatory.ingest import ConfigItem, record_configs, upsert_models
-from observatory.tables import ConfigRevision, CrawlRun, HubModel
+from observatory.core.lineage import classify, parse_safetensors
+from observatory.core.repo_ids import is_valid_repo_id
+from observatory.ingest import ConfigItem, record_configs, update_model_rows, upsert_models
+from observatory.tables import ConfigRevision, CrawlRun, GeometryRow, HubModel
 
 
 @dataclass
@@ -33,6 +36,7 @@ class Work:
     fields: dict = field(default_factory=dict)  # HubModel columns from the listing; {} on retries
     had_revision: bool = False
     fetched: Fetched | None = None
+    facts: tuple[Any, Any] | None = None  # the listing's (baseModels, safetensors); None on retries
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,73 @@ def due_failures(session: Session, now: datetime, limit: int) -> list[CrawlFailu
     ))
 
 
+def update_facts(session: Session, facts: dict[str, tuple[Any, Any]]) -> int:
+    """Lineage and parameter count of stored models from the listing's ``baseModels`` and
+    ``safetensors`` values (model id -> (baseModels, safetensors)), with no config fetched.
+
+    The relation also depends on the model's config (a quantization_config with no declared base
+    is still a quantization): the one already stored is used. A malformed value is stored as
+    unknown, its warning kept in ``lineage_warnings``; a count the listing does not give leaves
+    the stored one alone. Returns how many models were updated.
+    """
+    ids = [i for i in facts if is_valid_repo_id(i)]
+    if not ids:
+        return 0
+    m, g = HubModel.__table__.c, GeometryRow.__table__.c
+    stored = session.execute(
+        select(m.id, m.quant_method, m.quant_bits, m.num_parameters, m.parameters_source, g.params_estimate)
+        .select_from(HubModel.__table__)
+        .outerjoin(GeometryRow.__table__, g.revision_id == m.current_revision_id)
+        .where(m.id.in_(ids))).all()
+    values = {}
+    for model_id, method, bits, params, params_source, estimate in stored:
+        base_models, safetensors = facts[model_id]
+        warnings: list[str] = []
+        counted = parse_safetensors(safetensors, warnings)
+        fields = {}
+        if counted is not None:
+            params, dtypes = counted
+            fields.update(num_parameters=params, parameters_source="safetensors", weight_dtypes=dtypes)
+        elif params_source == "safetensors":  # the listing no longer gives one: unknown again
+            params = None
+            fields.update(num_parameters=None, parameters_source=None, weight_dtypes=None)
+        lineage = classify(model_id, base_models, None, params if params is not None else estimate,
+                           declared=(method, bits))
+        values[model_id] = {**fields, "relation": lineage.relation, "base_models": list(lineage.base_models) or None,
+                            "is_test_repo": lineage.is_test_repo,
+                            "lineage_warnings": [*warnings, *lineage.warnings] or None}
+    update_model_rows(session, values)
+    return len(values)
+
+
+UNLISTED = "not seen in the listing when lineage was first read; relation unknown"
+
+
+def _facts_unread(session: Session):
+    """Crawled models whose listing facts were never read: stored before the listing asked for
+    ``baseModels`` (NULL relation, no warning saying why it is unknown)."""
+    m = HubModel.__table__.c
+    for model_id, created_at, warnings in session.execute(
+            select(m.id, m.created_at, m.lineage_warnings)
+            .where(m.source == "hub", m.relation.is_(None), m.created_at.is_not(None))):
+        if not warnings:  # SQL NULL or JSON null
+            yield model_id, created_at
+
+
+def oldest_facts_unread(session: Session) -> datetime | None:
+    """How far down the listing must be read for every stored model to get its lineage."""
+    return min((created for _id, created in _facts_unread(session)), default=None)
+
+
+def mark_unlisted(session: Session, since: datetime) -> int:
+    """After a complete backfill walk: models created since ``since`` that the listing did not
+    show (deleted, made private, outside the scope) keep an unknown relation, saying why, so the
+    next crawl does not page down to them again."""
+    ids = [model_id for model_id, created in _facts_unread(session) if created >= since]
+    update_model_rows(session, {model_id: {"lineage_warnings": [UNLISTED]} for model_id in ids})
+    return len(ids)
+
+
 def write(session: Session, works: Iterable[Work], *, run_id: int, policy: RetryPolicy,
           now: datetime) -> list[str]:
     """Store fetched configs and failures; one label per work: new, changed, or a failure reason."""
@@ -97,6 +168,8 @@ def write(session: Session, works: Iterable[Work], *, run_id: int, policy: Retry
         (id(w) for w in fetched_ok),
         record_configs(session, [ConfigItem(w.model_id, w.fetched.text, w.sha, fetched_at=now) for w in fetched_ok]),
     ))
+    # After the configs: the relation reads the quantization the new config declares.
+    update_facts(session, {w.model_id: w.facts for w in valid if w.facts is not None})
     labels = []
     for work in works:
         fetched = work.fetched

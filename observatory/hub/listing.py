@@ -20,9 +20,9 @@ paging itself, at its mark (the listing is lazy: a page is requested only when r
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import httpx2
 from huggingface_hub.errors import HfHubHTTPError
@@ -34,8 +34,12 @@ from observatory.hub.policy import RateLimited, RedirectRefused, same_origin, se
 from observatory.hub.ratelimit import server_wait
 from observatory.settings import Settings
 
+# baseModels and safetensors (lineage and the parameter count) cost nothing extra: listing fields.
 EXPAND = ["createdAt", "lastModified", "sha", "siblings", "gated", "downloads", "likes", "tags",
-          "pipeline_tag", "library_name"]
+          "pipeline_tag", "library_name", "baseModels", "safetensors"]
+# Read from the raw item, not through ModelInfo: huggingface_hub raises KeyError on a safetensors
+# object missing either key, which would end the whole page; we keep a malformed value as unknown.
+RAW_KEYS = ("baseModels", "safetensors")
 
 class ListingError(ValueError):
     """A listing page that is not what the Hub sends: not a JSON list of models."""
@@ -63,6 +67,13 @@ class Listed:
     tags: tuple[str, ...]
     pipeline_tag: str | None
     library_name: str | None
+    base_models_raw: Any = None  # the listing's baseModels value, untrusted (None: no base declared)
+    safetensors_raw: Any = None  # the listing's safetensors value, untrusted (None: not given)
+
+    @property
+    def facts(self) -> tuple[Any, Any]:
+        """What ``crawler.store.update_facts`` reads: the lineage and parameter-count values."""
+        return self.base_models_raw, self.safetensors_raw
 
     @property
     def has_config(self) -> bool | None:
@@ -82,6 +93,14 @@ class Listed:
             "library_name": self.library_name,
             "gated": self.gated,
         }
+
+
+def from_item(item: dict) -> Listed:
+    """One raw listing item: the lineage fields kept raw, the rest parsed by huggingface_hub."""
+    raw = {key: item.get(key) for key in RAW_KEYS}
+    rest = {k: v for k, v in item.items() if k not in RAW_KEYS}
+    return replace(from_model_info(ModelInfo(**{"siblings": None, **rest})),
+                   base_models_raw=raw["baseModels"], safetensors_raw=raw["safetensors"])
 
 
 def from_model_info(info: ModelInfo) -> Listed:
@@ -141,7 +160,7 @@ def list_newest(settings: Settings, sort: SortKey, *, author: str | None = None,
             if limit is not None and yielded >= limit:
                 return
             yielded += 1
-            yield from_model_info(ModelInfo(**{"siblings": None, **item}))
+            yield from_item(item)
 
 
 def _page(settings: Settings, response: httpx2.Response) -> tuple[list[dict], str | None]:

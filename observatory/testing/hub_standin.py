@@ -78,11 +78,19 @@ class Repo:
     tags: list[str] = field(default_factory=list)
     pipeline_tag: str | None = "text-generation"
     library_name: str | None = "transformers"
+    # As the Hub lists them, e.g. {"relation": "quantized", "models": [{"_id": "...", "id": "org/base"}]}
+    # and {"parameters": {"BF16": n}, "total": n}; None: the key is absent (no declared base, no
+    # readable safetensors). Tests may store any value here, malformed ones included.
+    base_models: object = None
+    safetensors: object = None
 
     def item(self, keys) -> dict:
-        """The listing/model_info JSON for these keys (plus _id and id)."""
+        """The listing/model_info JSON for these keys (plus _id and id); as on the Hub, a repo with
+        no declared base or no safetensors metadata has no baseModels or safetensors key."""
         out = {"_id": hashlib.md5(self.id.encode()).hexdigest()[:24], "id": self.id}
         for key in keys:
+            if key in ("baseModels", "safetensors") and self._value(key) is None:
+                continue
             out[key] = self._value(key)
         return out
 
@@ -107,6 +115,7 @@ class Repo:
             "downloads": self.downloads, "likes": self.likes, "tags": self.tags, "pipeline_tag": self.pipeline_tag,
             "library_name": self.library_name, "private": False, "disabled": False, "trendingScore": 0,
             "author": self.id.split("/")[0] if "/" in self.id else None, "modelId": self.id,
+            "baseModels": self.base_models, "safetensors": self.safetensors,
         }.get(key)
 
 
@@ -565,17 +574,32 @@ def synthetic_config(i: int) -> dict:
 
 
 def populate(hub: HubStandin, count: int, *, start: datetime | None = None, step_s: float = 60.0,
-             prefix: str = "org") -> list[str]:
-    """``count`` LM repos created ``step_s`` apart, newest at ``start`` (default: an hour ago)."""
+             prefix: str = "org", lineage: bool = False) -> list[str]:
+    """``count`` LM repos created ``step_s`` apart, newest at ``start`` (default: an hour ago).
+
+    ``lineage``: list ``baseModels`` and ``safetensors`` as the Hub does for a mix of repos: of
+    every five, an original with safetensors, a finetune and a quantization of earlier repos, a
+    merge of two, and an original of the ``.bin`` era (no safetensors).
+    """
     newest = start or datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=1)
     ids = []
     for i in range(count):
         created = newest - timedelta(seconds=step_s * (count - 1 - i))
         repo_id = f"{prefix}{i % 50}/model-{i}"
+        facts = _synthetic_lineage(i, ids) if lineage else {}
         hub.add_repo(repo_id, synthetic_config(i), created_at=created, last_modified=created,
-                     downloads=(i * 37) % 1000, likes=i % 17, tags=["transformers", "llama"])
+                     downloads=(i * 37) % 1000, likes=i % 17, tags=["transformers", "llama"], **facts)
         ids.append(repo_id)
     return ids
+
+
+def _synthetic_lineage(i: int, earlier: list[str]) -> dict:
+    kind = i % 5 if len(earlier) >= 3 else 0
+    relation, back = {1: ("finetune", [1]), 2: ("quantized", [2]), 3: ("merge", [1, 3])}.get(kind, (None, []))
+    return {
+        "base_models": relation and {"relation": relation, "models": [{"id": earlier[-b]} for b in back]},
+        "safetensors": None if kind == 4 else {"parameters": {"BF16": 1_000_000_000 + i}, "total": 1_000_000_000 + i},
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -586,7 +610,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-ms", type=float, default=0.0, help="delay added to every answer")
     args = parser.parse_args(argv)
     hub = HubStandin(redirect_resolve=args.redirect, latency_s=args.latency_ms / 1000)
-    populate(hub, args.repos)
+    populate(hub, args.repos, lineage=True)
     hub.start(args.port)
     print(hub.url, flush=True)
     stop = threading.Event()
