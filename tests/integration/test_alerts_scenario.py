@@ -146,3 +146,13 @@ def test_history_is_absorbed_even_if_the_store_was_empty_at_first(engine, alert_
     assert first["absorbed"] == 4  # kinds GQA, MLA, MHA and acme's change are history
     crawl_month(engine, 3, gqa4=4, mla=1, acme=16)
     assert ("release_changed", (("group", "acme"), ("release", "2025-03-08"))) in step(engine, settings)["fired"]
+
+
+def test_start_up_evaluates_a_store_never_evaluated_and_leaves_later_starts_to_the_crawls(engine, alert_settings):
+    from observatory.alerts.evaluate import evaluate_at_start
+
+    settings = alert_settings.model_copy(update={"alert_builtin_rules": True})
+    crawl_month(engine, 1, gqa4=4, mla=1)
+    first = evaluate_at_start(engine, settings)
+    assert first is not None and first.absorbed > 0  # the first view of /alerts shows each rule's state
+    assert evaluate_at_start(engine, settings) is None  # a restart does no work nobody asked for
