@@ -1,5 +1,7 @@
 /* Grouped decode attention on the CPU, in the FlashAttention cache layout (kernels/cpu_decode.py
-   builds and calls it; kernels/reference.py is the definition it is tested against).
+   builds and calls it; kernels/reference.py is the definition it is tested against). It serves GQA
+   (K heads of keys and values, head dim d) and absorbed MLA (one shared latent "head" whose rows are
+   keys of DK = kv_lora_rank + rope elements and, in their first DV = kv_lora_rank elements, values).
 
    Why C and not PyTorch ops: in the layout (…, token, K heads, d) one cached token is one
    contiguous row of all K heads. Any head-by-head pass (PyTorch's CPU attention kernels, SDPA,
@@ -7,13 +9,15 @@
    prefetchers stream badly; and those kernels are not built for G query rows. Here a work item is
    one slice of one sequence's tokens; it reads each K row and each V row once, front to back, and
    serves all K heads and all G query heads of each from that one read, with register tiles so the
-   arithmetic keeps up with memory.
+   arithmetic keeps up with memory. With MLA, G = H (16 to 128) query rows share each latent row, so
+   decode does about 2H FLOPs per cached element and is compute-bound: the tiles (up to 8 query rows
+   × 2 tokens for q·k, 8 rows × 32 values for p·v) exist to keep the FMA units fed from L1.
 
    Math, per query head h (KV head h / G), over the tokens of one slice in blocks of T:
-       s_t   = scale · q_h · k_t                              scores of the block
+       s_t   = scale · q_h · k_t                     (DK-wide)   scores of the block
        m'    = max(m, max_t s_t),   α = exp(m − m')             running max and rescale factor
        l     = α·l + Σ_t exp(s_t − m')
-       acc   = α·acc + Σ_t exp(s_t − m') · v_t
+       acc   = α·acc + Σ_t exp(s_t − m') · v_t       (DV-wide; MLA: v_t = k_t[0 : DV])
    and at the end of the slice o = acc / l, lse = m + log l. The slices of one sequence are merged
    by their lse in Python (kernels/torch_decode.merge), as Flash-Decoding does on a GPU.
 
@@ -90,13 +94,14 @@ INLINE void qk_tile(int dt, int GT, const float *qs, int D, const void *k, const
         for (int u = 0; u < NT; u++) sc[g * T + u] = s[g * NT + u];
 }
 
-/* acc[g][e0 : e0 + NV·W] += Σ_j p[g][j] · v_j[e0 : …] for GT query rows: the accumulators live in
-   registers across the block's tokens, and each V vector is loaded once for the GT rows. */
-INLINE void pv_tile(int dt, int GT, int NV, const float *p, float *acc, int D, int e0,
+/* acc[g][e0 : e0 + NV·W] = α_g·acc[g][…] + Σ_j p[g][j] · v_j[e0 : …] for GT query rows: the accumulators
+   live in registers across the block's tokens (the running-max rescale α is applied as they are
+   loaded, so acc is never swept separately), and each V vector is loaded once for the GT rows. */
+INLINE void pv_tile(int dt, int GT, int NV, const float *p, const float *alpha, float *acc, int D, int e0,
                     const void *v, const long *rows, int n) {
-    v16 r[4][4];
+    v16 r[8][4];
     for (int g = 0; g < GT; g++)
-        for (int c = 0; c < NV; c++) r[g][c] = *(v16 *)(acc + g * D + e0 + c * W);
+        for (int c = 0; c < NV; c++) r[g][c] = *(v16 *)(acc + g * D + e0 + c * W) * alpha[g];
     for (int j = 0; j < n; j++) {
         v16 x[4];
         for (int c = 0; c < NV; c++) x[c] = load(dt, v, rows[j] + e0 + c * W);
@@ -111,23 +116,28 @@ INLINE void pv_tile(int dt, int GT, int NV, const float *p, float *acc, int D, i
 
 /* Constant tile sizes, so each call above compiles to straight-line register code. */
 INLINE void qk_dispatch(int dt, int GT, const float *qs, int D, const void *k, const long *rows, long off, float *sc) {
-    if (GT == 4) qk_tile(dt, 4, qs, D, k, rows, off, sc);
+    if (GT == 8) qk_tile(dt, 8, qs, D, k, rows, off, sc);
+    else if (GT == 4) qk_tile(dt, 4, qs, D, k, rows, off, sc);
     else if (GT == 2) qk_tile(dt, 2, qs, D, k, rows, off, sc);
     else qk_tile(dt, 1, qs, D, k, rows, off, sc);
 }
 
-INLINE void pv_dispatch(int dt, int GT, const float *p, float *acc, int D, const void *v, const long *rows,
-                        int n) {
+/* 16 accumulators per tile: GT rows × NV vectors (8 × 2, 4 × 4; narrower groups take 4 vectors). */
+INLINE void pv_dispatch(int dt, int GT, const float *p, const float *alpha, float *acc, int D, const void *v,
+                        const long *rows, int n) {
+    const int NV = GT == 8 ? 2 : 4;
     int e0 = 0;
-    for (; e0 + 4 * W <= D; e0 += 4 * W) {
-        if (GT == 4) pv_tile(dt, 4, 4, p, acc, D, e0, v, rows, n);
-        else if (GT == 2) pv_tile(dt, 2, 4, p, acc, D, e0, v, rows, n);
-        else pv_tile(dt, 1, 4, p, acc, D, e0, v, rows, n);
+    for (; e0 + NV * W <= D; e0 += NV * W) {
+        if (GT == 8) pv_tile(dt, 8, 2, p, alpha, acc, D, e0, v, rows, n);
+        else if (GT == 4) pv_tile(dt, 4, 4, p, alpha, acc, D, e0, v, rows, n);
+        else if (GT == 2) pv_tile(dt, 2, 4, p, alpha, acc, D, e0, v, rows, n);
+        else pv_tile(dt, 1, 4, p, alpha, acc, D, e0, v, rows, n);
     }
     for (; e0 < D; e0 += W) {
-        if (GT == 4) pv_tile(dt, 4, 1, p, acc, D, e0, v, rows, n);
-        else if (GT == 2) pv_tile(dt, 2, 1, p, acc, D, e0, v, rows, n);
-        else pv_tile(dt, 1, 1, p, acc, D, e0, v, rows, n);
+        if (GT == 8) pv_tile(dt, 8, 1, p, alpha, acc, D, e0, v, rows, n);
+        else if (GT == 4) pv_tile(dt, 4, 1, p, alpha, acc, D, e0, v, rows, n);
+        else if (GT == 2) pv_tile(dt, 2, 1, p, alpha, acc, D, e0, v, rows, n);
+        else pv_tile(dt, 1, 1, p, alpha, acc, D, e0, v, rows, n);
     }
 }
 
@@ -139,22 +149,29 @@ typedef struct {
     long table_width;
     int block_size;                       /* tokens per page (a contiguous cache: its max_seqlen) */
     const int *lengths;
-    int splits, K, G, D;
+    int splits, K, G, DK, DV;             /* key and value widths may differ (MLA: 576 and 512) */
     float scale;
 } Problem;
 
-/* One work item: tokens [t0, t1) of sequence b, all heads; writes H rows of out and lse. */
+/* Query rows per tile: the widest of 8, 4, 2, 1 that divides the group. */
+INLINE int group_tile(int G) { return G % 8 == 0 ? 8 : G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1; }
+
+/* One work item: tokens [t0, t1) of sequence b, all heads; writes H rows of out (width DV) and lse.
+   Per block of T tokens, every head tile (GT query rows, GT·DK floats: at most 18 KB, so it stays in
+   L1 while the block's key rows stream past it) scores the whole block, then the same tile
+   accumulates p·v. A block's rows (T·DK elements, in L2) are fetched from memory once, whatever H is:
+   with MLA's shared latent the value rows are the first DV elements of those same key rows. */
 INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, float *out, float *lse) {
-    const int K = P->K, G = P->G, D = P->D, H = K * G;
-    const int GT = G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1;
-    float *qs = ws, *acc = qs + (long)H * D, *sc = acc + (long)H * D, *m = sc + (long)H * T, *l = m + H;
+    const int K = P->K, G = P->G, DK = P->DK, DV = P->DV, H = K * G, GT = group_tile(G), NT = W / GT;
+    float *qs = ws, *acc = qs + (long)H * DK, *sc = acc + (long)H * DV, *m = sc + (long)H * T, *l = m + H;
+    float *alpha = l + H;
     long krow[T + W], vrow[T];
     for (int h = 0; h < H; h++) {
-        for (int e = 0; e < D; e++) qs[h * D + e] = load1(dt, P->q, b * P->q_batch + h * P->q_head + e) * P->scale;
+        for (int e = 0; e < DK; e++) qs[h * DK + e] = load1(dt, P->q, b * P->q_batch + h * P->q_head + e) * P->scale;
         m[h] = NEG;
         l[h] = 0;
     }
-    memset(acc, 0, sizeof(float) * H * D);
+    memset(acc, 0, sizeof(float) * H * DV);
     const int *pages = P->table + b * P->table_width;
     for (int tb = t0; tb < t1; tb += T) {
         const int n = t1 - tb < T ? t1 - tb : T;
@@ -164,41 +181,40 @@ INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, f
             vrow[j] = page * P->v_page + slot * P->v_row;
         }
         for (int j = n; j < n + W; j++) krow[j] = krow[n - 1];  /* pad the last tile by repeating a row */
-        const int NT = W / GT;
-        for (int j = 0; j < n; j += NT)
-            for (int kh = 0; kh < K; kh++)
-                for (int g = 0; g < G; g += GT)
-                    qk_dispatch(dt, GT, qs + (kh * G + g) * D, D, P->k, krow + j, kh * P->k_head,
+        for (int kh = 0; kh < K; kh++)
+            for (int g = 0; g < G; g += GT)
+                for (int j = 0; j < n; j += NT)
+                    qk_dispatch(dt, GT, qs + (kh * G + g) * DK, DK, P->k, krow + j, kh * P->k_head,
                                 sc + (kh * G + g) * T + j);
         for (int h = 0; h < H; h++) {
             float *s = sc + h * T, top = m[h], total = 0;
             for (int j = 0; j < n; j++) top = s[j] > top ? s[j] : top;
-            const float alpha = expf(m[h] - top);
+            alpha[h] = expf(m[h] - top);
             for (int j = 0; j < n; j++) {
                 s[j] = expf(s[j] - top);
                 total += s[j];
             }
             m[h] = top;
-            l[h] = l[h] * alpha + total;
-            for (int e = 0; e < D; e++) acc[h * D + e] *= alpha;
+            l[h] = l[h] * alpha[h] + total;
         }
         for (int kh = 0; kh < K; kh++) {
             long rows[T];
             for (int j = 0; j < n; j++) rows[j] = vrow[j] + kh * P->v_head;
             for (int g = 0; g < G; g += GT)
-                pv_dispatch(dt, GT, sc + (kh * G + g) * T, acc + (kh * G + g) * D, D, P->v, rows, n);
+                pv_dispatch(dt, GT, sc + (kh * G + g) * T, alpha + kh * G + g, acc + (kh * G + g) * DV, DV, P->v,
+                            rows, n);
         }
     }
     for (int h = 0; h < H; h++) {
         const float inv = l[h] > 0 ? 1 / l[h] : 0;
-        for (int e = 0; e < D; e++) out[h * D + e] = acc[h * D + e] * inv;
+        for (int e = 0; e < DV; e++) out[h * DV + e] = acc[h * DV + e] * inv;
         lse[h] = l[h] > 0 ? m[h] + logf(l[h]) : NEG;
     }
 }
 
 INLINE int run(int dt, const Problem *P, int batch, int threads, float *out_part, float *lse_part) {
     const int H = P->K * P->G, S = P->splits;
-    const size_t ws_floats = (size_t)H * (2 * P->D + T + 2);
+    const size_t ws_floats = (size_t)H * (P->DK + P->DV + T + 3);
     int failed = 0;
 #pragma omp parallel num_threads(threads)
     {
@@ -213,23 +229,23 @@ INLINE int run(int dt, const Problem *P, int batch, int threads, float *out_part
             const int b = item / S, s = item % S, L = P->lengths[b];
             const int per = ((L + S - 1) / S + T - 1) / T * T;  /* whole blocks, except the last */
             const int t0 = s * per < L ? s * per : L, t1 = t0 + per < L ? t0 + per : L;
-            attend(dt, P, b, t0, t1, ws, out_part + item * H * P->D, lse_part + item * H);
+            attend(dt, P, b, t0, t1, ws, out_part + item * H * P->DV, lse_part + item * H);
         }
         free(ws);
     }
     return failed ? -1 : 0;
 }
 
-/* Exported: one call per decode step. out_part (batch, splits, H, D) and lse_part (batch, splits, H)
+/* Exported: one call per decode step. out_part (batch, splits, H, DV) and lse_part (batch, splits, H)
    are float32 and contiguous. Returns 0, or -1 when a thread could not allocate its workspace. */
 int gqa_decode_cpu(int dtype, const void *q, long q_batch, long q_head,
                    const void *k, long k_page, long k_row, long k_head,
                    const void *v, long v_page, long v_row, long v_head,
                    const int *table, long table_width, int block_size, const int *lengths,
-                   int batch, int splits, int K, int G, int D, float scale, int threads,
+                   int batch, int splits, int K, int G, int DK, int DV, float scale, int threads,
                    float *out_part, float *lse_part) {
     const Problem P = {q, k, v, q_batch, q_head, k_page, k_row, k_head, v_page, v_row, v_head,
-                       table, table_width, block_size, lengths, splits, K, G, D, scale};
+                       table, table_width, block_size, lengths, splits, K, G, DK, DV, scale};
     if (dtype == F32) return run(F32, &P, batch, threads, out_part, lse_part);
     if (dtype == F16) return run(F16, &P, batch, threads, out_part, lse_part);
     return run(BF16, &P, batch, threads, out_part, lse_part);
