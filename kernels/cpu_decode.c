@@ -10,8 +10,10 @@
    one slice of one sequence's tokens; it reads each K row and each V row once, front to back, and
    serves all K heads and all G query heads of each from that one read, with register tiles so the
    arithmetic keeps up with memory. With MLA, G = H (16 to 128) query rows share each latent row, so
-   decode does about 2H FLOPs per cached element and is compute-bound: the tiles (up to 8 query rows
-   × 2 tokens for q·k, 8 rows × 32 values for p·v) exist to keep the FMA units fed from L1.
+   decode does about 2H FLOPs per cached element and is compute-bound on a CPU: for groups of 32 and
+   more the query block is transposed once per work item, and q·k runs as outer products (32 query
+   rows × 8 tokens of accumulators, one broadcast key element per 2 FMAs, no horizontal sums),
+   which is what keeps the FMA units fed.
 
    Math, per query head h (KV head h / G), over the tokens of one slice in blocks of T:
        s_t   = scale · q_h · k_t                     (DK-wide)   scores of the block
@@ -30,7 +32,7 @@
 #include <string.h>
 
 enum { F32 = 0, F16 = 1, BF16 = 2 };
-#define T 32          /* tokens per block: scores of a block stay in L1 */
+#define T 32          /* tokens per block: the block's scores stay in L1, its rows in L2 */
 #define W 16          /* floats per vector; T is a multiple */
 #define NEG -1e30f
 
@@ -75,9 +77,10 @@ INLINE v16 reduce16(v16 *x) {
 
 /* Scores of GT query rows (qs, float32, row stride D) against NT = 16 / GT key rows (element offsets
    rows[u] + off): each key vector is loaded once for the GT rows, each query vector once for the NT
-   tokens, and the 16 accumulators are independent, so the FMAs do not wait on each other. */
+   tokens, and the 16 accumulators are independent, so the FMAs do not wait on each other. Scores are
+   stored token-major, sc[u·H + g]. */
 INLINE void qk_tile(int dt, int GT, const float *qs, int D, const void *k, const long *rows, long off,
-                    float *sc) {
+                    float *sc, int H) {
     const int NT = W / GT;
     v16 a[W];
     for (int i = 0; i < W; i++) a[i] = (v16){0};
@@ -91,22 +94,45 @@ INLINE void qk_tile(int dt, int GT, const float *qs, int D, const void *k, const
     }
     v16 s = reduce16(a);
     for (int g = 0; g < GT; g++)
-        for (int u = 0; u < NT; u++) sc[g * T + u] = s[g * NT + u];
+        for (int u = 0; u < NT; u++) sc[u * H + g] = s[g * NT + u];
 }
 
-/* acc[g][e0 : e0 + NV·W] = α_g·acc[g][…] + Σ_j p[g][j] · v_j[e0 : …] for GT query rows: the accumulators
+/* The same scores for 32 query rows of a group of 32 or more (MLA's 32 to 128 heads) against NQ = 8
+   key rows, from the query block transposed (qt[e·G + g], made once per work item): each key element
+   is broadcast once for 32 rows (2 FMAs per load instead of the 1.6 above), the 16 accumulators are
+   score vectors over heads, and nothing needs a horizontal sum. */
+#define NQ 8
+INLINE void qkt_tile(int dt, const float *qt, int G, int D, const void *k, const long *rows, long off, float *sc,
+                     int H) {
+    v16 a[2][NQ];
+    for (int u = 0; u < NQ; u++) a[0][u] = a[1][u] = (v16){0};
+    for (int e = 0; e < D; e++) {
+        const v16 q0 = *(const v16 *)(qt + (long)e * G), q1 = *(const v16 *)(qt + (long)e * G + W);
+        for (int u = 0; u < NQ; u++) {
+            const float x = load1(dt, k, rows[u] + off + e);
+            a[0][u] += q0 * x;
+            a[1][u] += q1 * x;
+        }
+    }
+    for (int u = 0; u < NQ; u++) {
+        *(v16 *)(sc + u * H) = a[0][u];
+        *(v16 *)(sc + u * H + W) = a[1][u];
+    }
+}
+
+/* acc[g][e0 : e0 + NV·W] = α_g·acc[g][…] + Σ_j p[j·H + g] · v_j[e0 : …] for GT query rows: the accumulators
    live in registers across the block's tokens (the running-max rescale α is applied as they are
    loaded, so acc is never swept separately), and each V vector is loaded once for the GT rows. */
-INLINE void pv_tile(int dt, int GT, int NV, const float *p, const float *alpha, float *acc, int D, int e0,
+INLINE void pv_tile(int dt, int GT, int NV, const float *p, int H, const float *alpha, float *acc, int D, int e0,
                     const void *v, const long *rows, int n) {
-    v16 r[8][4];
+    v16 r[4][4];
     for (int g = 0; g < GT; g++)
         for (int c = 0; c < NV; c++) r[g][c] = *(v16 *)(acc + g * D + e0 + c * W) * alpha[g];
     for (int j = 0; j < n; j++) {
         v16 x[4];
         for (int c = 0; c < NV; c++) x[c] = load(dt, v, rows[j] + e0 + c * W);
         for (int g = 0; g < GT; g++) {
-            float pj = p[g * T + j];
+            float pj = p[j * H + g];
             for (int c = 0; c < NV; c++) r[g][c] += pj * x[c];
         }
     }
@@ -115,30 +141,35 @@ INLINE void pv_tile(int dt, int GT, int NV, const float *p, const float *alpha, 
 }
 
 /* Constant tile sizes, so each call above compiles to straight-line register code. */
-INLINE void qk_dispatch(int dt, int GT, const float *qs, int D, const void *k, const long *rows, long off, float *sc) {
-    if (GT == 8) qk_tile(dt, 8, qs, D, k, rows, off, sc);
-    else if (GT == 4) qk_tile(dt, 4, qs, D, k, rows, off, sc);
-    else if (GT == 2) qk_tile(dt, 2, qs, D, k, rows, off, sc);
-    else qk_tile(dt, 1, qs, D, k, rows, off, sc);
+INLINE void qk_dispatch(int dt, int GT, const float *qs, int D, const void *k, const long *rows, long off, float *sc,
+                        int H) {
+    if (GT == 4) qk_tile(dt, 4, qs, D, k, rows, off, sc, H);
+    else if (GT == 2) qk_tile(dt, 2, qs, D, k, rows, off, sc, H);
+    else qk_tile(dt, 1, qs, D, k, rows, off, sc, H);
 }
 
-/* 16 accumulators per tile: GT rows × NV vectors (8 × 2, 4 × 4; narrower groups take 4 vectors). */
-INLINE void pv_dispatch(int dt, int GT, const float *p, const float *alpha, float *acc, int D, const void *v,
+INLINE void pv_dispatch(int dt, int GT, const float *p, int H, const float *alpha, float *acc, int D, const void *v,
                         const long *rows, int n) {
-    const int NV = GT == 8 ? 2 : 4;
     int e0 = 0;
-    for (; e0 + NV * W <= D; e0 += NV * W) {
-        if (GT == 8) pv_tile(dt, 8, 2, p, alpha, acc, D, e0, v, rows, n);
-        else if (GT == 4) pv_tile(dt, 4, 4, p, alpha, acc, D, e0, v, rows, n);
-        else if (GT == 2) pv_tile(dt, 2, 4, p, alpha, acc, D, e0, v, rows, n);
-        else pv_tile(dt, 1, 4, p, alpha, acc, D, e0, v, rows, n);
+    for (; e0 + 4 * W <= D; e0 += 4 * W) {
+        if (GT == 4) pv_tile(dt, 4, 4, p, H, alpha, acc, D, e0, v, rows, n);
+        else if (GT == 2) pv_tile(dt, 2, 4, p, H, alpha, acc, D, e0, v, rows, n);
+        else pv_tile(dt, 1, 4, p, H, alpha, acc, D, e0, v, rows, n);
     }
     for (; e0 < D; e0 += W) {
-        if (GT == 8) pv_tile(dt, 8, 1, p, alpha, acc, D, e0, v, rows, n);
-        else if (GT == 4) pv_tile(dt, 4, 1, p, alpha, acc, D, e0, v, rows, n);
-        else if (GT == 2) pv_tile(dt, 2, 1, p, alpha, acc, D, e0, v, rows, n);
-        else pv_tile(dt, 1, 1, p, alpha, acc, D, e0, v, rows, n);
+        if (GT == 4) pv_tile(dt, 4, 1, p, H, alpha, acc, D, e0, v, rows, n);
+        else if (GT == 2) pv_tile(dt, 2, 1, p, H, alpha, acc, D, e0, v, rows, n);
+        else pv_tile(dt, 1, 1, p, H, alpha, acc, D, e0, v, rows, n);
     }
+}
+
+/* Scores of one KV head's G query rows (G a multiple of 32) against the block's n key rows: each tile
+   of 32 transposed query rows (72 KB at DK = 576, in L2) scores the whole block before the next, so
+   the query block is read once per block and the block's rows (in L2) once per tile. */
+INLINE void qkt_dispatch(int dt, const float *qt, int G, int D, const void *k, const long *rows, long off, int n,
+                         float *sc, int H) {
+    for (int g = 0; g < G; g += 2 * W)
+        for (int j = 0; j < n; j += NQ) qkt_tile(dt, qt + g, G, D, k, rows + j, off, sc + j * H + g, H);
 }
 
 typedef struct {
@@ -153,21 +184,31 @@ typedef struct {
     float scale;
 } Problem;
 
-/* Query rows per tile: the widest of 8, 4, 2, 1 that divides the group. */
-INLINE int group_tile(int G) { return G % 8 == 0 ? 8 : G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1; }
+/* Query rows per tile: the widest of 4, 2, 1 that divides the group. */
+INLINE int group_tile(int G) { return G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1; }
 
 /* One work item: tokens [t0, t1) of sequence b, all heads; writes H rows of out (width DV) and lse.
-   Per block of T tokens, every head tile (GT query rows, GT·DK floats: at most 18 KB, so it stays in
-   L1 while the block's key rows stream past it) scores the whole block, then the same tile
-   accumulates p·v. A block's rows (T·DK elements, in L2) are fetched from memory once, whatever H is:
-   with MLA's shared latent the value rows are the first DV elements of those same key rows. */
+   Per block of T tokens, the scores of every query row against the block come first (token-major,
+   sc[t·H + h], so the softmax below runs across heads in whole vectors), then every head tile
+   accumulates p·v. Query tiles stay in L1 while the block's rows stream past them; a block's rows
+   (T·DK elements, in L2) are fetched from memory once, whatever H is: with MLA's shared latent the
+   value rows are the first DV elements of those same key rows. */
 INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, float *out, float *lse) {
     const int K = P->K, G = P->G, DK = P->DK, DV = P->DV, H = K * G, GT = group_tile(G), NT = W / GT;
-    float *qs = ws, *acc = qs + (long)H * DK, *sc = acc + (long)H * DV, *m = sc + (long)H * T, *l = m + H;
-    float *alpha = l + H;
+    const int wide = G % (2 * W) == 0;  /* transposed-query tiles: groups of 32 and more (MLA) */
+    float *qs = ws, *acc = qs + (long)H * DK, *sc = acc + (long)H * DV, *m = sc + (long)H * (T + W), *l = m + H;
+    float *alpha = l + H, *top = alpha + H;
     long krow[T + W], vrow[T];
+    for (int kh = 0; kh < K; kh++)
+        for (int g = 0; g < G; g++) {
+            const int h = kh * G + g;
+            for (int e = 0; e < DK; e++) {
+                const float x = load1(dt, P->q, b * P->q_batch + h * P->q_head + e) * P->scale;
+                if (wide) qs[((long)kh * DK + e) * G + g] = x;  /* qt: one KV head's rows, transposed */
+                else qs[(long)h * DK + e] = x;
+            }
+        }
     for (int h = 0; h < H; h++) {
-        for (int e = 0; e < DK; e++) qs[h * DK + e] = load1(dt, P->q, b * P->q_batch + h * P->q_head + e) * P->scale;
         m[h] = NEG;
         l[h] = 0;
     }
@@ -181,27 +222,35 @@ INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, f
             vrow[j] = page * P->v_page + slot * P->v_row;
         }
         for (int j = n; j < n + W; j++) krow[j] = krow[n - 1];  /* pad the last tile by repeating a row */
-        for (int kh = 0; kh < K; kh++)
-            for (int g = 0; g < G; g += GT)
-                for (int j = 0; j < n; j += NT)
-                    qk_dispatch(dt, GT, qs + (kh * G + g) * DK, DK, P->k, krow + j, kh * P->k_head,
-                                sc + (kh * G + g) * T + j);
+        if (wide)
+            for (int kh = 0; kh < K; kh++)
+                qkt_dispatch(dt, qs + (long)kh * DK * G, G, DK, P->k, krow, kh * P->k_head, n, sc + kh * G, H);
+        else  /* token groups outermost: a row's K heads are read together, in address order */
+            for (int j = 0; j < n; j += NT)
+                for (int kh = 0; kh < K; kh++)
+                    for (int g = 0; g < G; g += GT)
+                        qk_dispatch(dt, GT, qs + (long)(kh * G + g) * DK, DK, P->k, krow + j, kh * P->k_head,
+                                    sc + j * H + kh * G + g, H);
+        /* Online softmax, vectorised across heads: running max, rescale factor, weights, running sum. */
+        for (int h = 0; h < H; h++) top[h] = m[h];
+        for (int j = 0; j < n; j++)
+            for (int h = 0; h < H; h++) top[h] = sc[j * H + h] > top[h] ? sc[j * H + h] : top[h];
         for (int h = 0; h < H; h++) {
-            float *s = sc + h * T, top = m[h], total = 0;
-            for (int j = 0; j < n; j++) top = s[j] > top ? s[j] : top;
-            alpha[h] = expf(m[h] - top);
-            for (int j = 0; j < n; j++) {
-                s[j] = expf(s[j] - top);
-                total += s[j];
-            }
-            m[h] = top;
-            l[h] = l[h] * alpha[h] + total;
+            alpha[h] = expf(m[h] - top[h]);
+            l[h] *= alpha[h];
+            m[h] = top[h];
         }
+        for (int j = 0; j < n; j++)
+            for (int h = 0; h < H; h++) {
+                const float p = expf(sc[j * H + h] - top[h]);
+                sc[j * H + h] = p;
+                l[h] += p;
+            }
         for (int kh = 0; kh < K; kh++) {
             long rows[T];
             for (int j = 0; j < n; j++) rows[j] = vrow[j] + kh * P->v_head;
             for (int g = 0; g < G; g += GT)
-                pv_dispatch(dt, GT, sc + (kh * G + g) * T, alpha + kh * G + g, acc + (kh * G + g) * DV, DV, P->v,
+                pv_dispatch(dt, GT, sc + kh * G + g, H, alpha + kh * G + g, acc + (long)(kh * G + g) * DV, DV, P->v,
                             rows, n);
         }
     }
@@ -214,7 +263,7 @@ INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, f
 
 INLINE int run(int dt, const Problem *P, int batch, int threads, float *out_part, float *lse_part) {
     const int H = P->K * P->G, S = P->splits;
-    const size_t ws_floats = (size_t)H * (P->DK + P->DV + T + 3);
+    const size_t ws_floats = (size_t)H * (P->DK + P->DV + T + W + 4);
     int failed = 0;
 #pragma omp parallel num_threads(threads)
     {

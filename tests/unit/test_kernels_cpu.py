@@ -44,6 +44,8 @@ CPU_CASES = [
     Case("splits-past-end", 8, 2, 64, (9, 70), num_splits=8),
     Case("splits-paged-fp16", 8, 2, 128, (90, 45), "fp16", block_size=8, num_splits=4),
     Case("long-default-splits", 32, 8, 128, (3000, 1500)),
+    Case("g32-transposed-tiles-k2", 64, 2, 64, (45, 0, 20)),  # groups of 32+: the outer-product q·k tiles
+    Case("g64-transposed-tiles-fp16-paged", 64, 1, 128, (40, 33), "fp16", block_size=16),
     # Keys wider than values: DeepSeek's MHA (192 over 128), the MLA models' counterfactual.
     Case("dk192-dv128-mha", 8, 8, 192, (40, 7), head_dim_v=128),
     Case("dk192-dv128-g4-paged-fp16", 8, 2, 192, (25, 9), "fp16", block_size=8, head_dim_v=128),
