@@ -320,3 +320,37 @@ def test_cli_unknown_model_is_one_line(engine, settings):
 def test_cli_usage_errors(args, message):
     result = CliRunner().invoke(main, ["bench", *args])
     assert result.exit_code == 2 and message in result.output
+
+
+def test_pages_show_mla_results_and_the_measured_dividend(engine, settings):
+    import csv
+    import io
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from observatory.web.app import create_app
+
+    add_model(engine, "org/small-gqa", SMALL_GQA)
+    add_model(engine, "org/small-mla", SMALL_MLA)
+    bench_models(engine, ["org/small-gqa", "org/small-mla"], contexts=[64, 256], repeats=1, peers=False, **FAST)
+    with TestClient(create_app(settings.model_copy(update={"scheduler_enabled": False}))) as client:
+        data = client.get("/benchmarks.json").json()
+        assert {(r["model_id"], r["kernel"]) for r in data["rows"]} == {("org/small-gqa", "gqa"), ("org/small-mla", "mla")}
+        assert all(r["measured_speedup"] > 0 and r["predicted_speedup"] > 0 and r["fraction_of_matmul"] > 0
+                   for r in data["rows"])
+        rows = list(csv.DictReader(io.StringIO(client.get("/benchmarks.csv").text)))
+        assert len(rows) == 4 and float(rows[0]["measured_speedup"]) > 0 and rows[0]["predicted_bound"] in ("memory", "compute")
+
+        page = client.get("/benchmarks").text
+        assert "MLA, H=8" in page and "latent 64 + 16" in page and "The measured GQA dividend" in page
+        spec = json.loads(re.search(r'<script type="application/json" id="chart-dividend">(.*?)</script>', page, re.S)[1])
+        drawn = [s for s in spec["series"] if not s["label"].startswith("_")]
+        # Per model: measured and roofline series, each a point per context, each point naming its shape and runs.
+        assert sorted(s["label"].split(":")[0] for s in drawn) == ["measured", "measured", "roofline", "roofline"]
+        assert all([p["x"] for p in s["points"]] == [64, 256] for s in drawn)
+        assert any("MLA H=8 latent 64+16, b=1, 256 tokens, median of 1 runs" in p["name"] for s in drawn for p in s["points"])
+
+        model_page = client.get("/models/org/small-gqa").text
+        assert 'id="chart-dividend"' in model_page and "H=8 K=2 d=64" in model_page
+        assert "of matmul" in model_page or "FLOP/s (of matmul)" in model_page
