@@ -239,42 +239,11 @@ def measure(shape: AttentionShape, dtype: str, device: LocalDevice, *, geometry:
         choose_backend(torch_device, other, torch_dtype, shape.head_dim, shape.value_dim)  # refuse what cannot run
         contenders.append(Contender(f"backend:{other}", decode_call(shape, other), inputs))
 
-    cf = None
-    if counterfactual is not None:
-        cf = Counterfactual(counterfactual, kv_bytes=counterfactual.kv_bytes(dtype))
-        cf_per_copy = input_bytes(counterfactual, dtype)
-        cf_copies = budget.copies(cf_per_copy, rotation_copies(cf_per_copy, rotate))
-        try:
-            cf.backend = choose_backend(torch_device, requested, torch_dtype, counterfactual.head_dim,
-                                        counterfactual.value_dim)
-        except ValueError as exc:
-            cf.error = str(exc)
-        if cf.error is None and cf_copies < 1:
-            cf.error = f"not run: needs {_gb(cf_per_copy)} of inputs; {budget.describe()}"
-        if cf.error is None:
-            cf_inputs = make_inputs(counterfactual, dtype, torch_device, copies=cf_copies, seed=1)
-            budget.take(cf_copies * cf_per_copy)
-            contenders.append(Contender("counterfactual", decode_call(counterfactual, cf.backend), cf_inputs))
-
-    errors: dict[str, str] = {}
-    if peers:
-        prepared_by: dict = {}  # peers that share a layout share its (timed-outside) copies
-        candidates = (available_mla_peers(torch_device, shape.value_dim) if shape.latent
-                      else available_peers(torch_device, shape.batch))
-        for peer in candidates:
-            extra = peer.scratch(*inputs[0]) * (len(inputs) if peer.prepare not in prepared_by else 1)
-            if not budget.fits(extra):
-                errors[peer.name] = f"not run: needs about {_gb(extra)} beyond the inputs; {budget.describe()}"
-                continue
-            try:
-                if peer.prepare not in prepared_by:
-                    prepared_by[peer.prepare] = [peer.prepare(*args) for args in inputs]
-                peer.run(prepared_by[peer.prepare][0])  # fails here rather than mid-measurement
-            except Exception as exc:  # a peer that cannot run this shape is reported, not fatal
-                errors[peer.name] = f"{type(exc).__name__}: {exc}"[:300]
-                continue
-            budget.take(extra)
-            contenders.append(Contender(peer.name, peer.run, prepared_by[peer.prepare]))
+    cf, cf_contender = (None, None) if counterfactual is None else _counterfactual(
+        counterfactual, dtype, torch_device, requested, budget, rotate)
+    contenders += [cf_contender] if cf_contender else []
+    peer_contenders, errors = _peers(shape, inputs, torch_device, budget) if peers else ([], {})
+    contenders += peer_contenders
     copy, copy_moved = copy_contender(torch_device, copy_bytes or COPY_BYTES[device.type])
     matmul, matmul_flops = matmul_contender(torch_device, torch_dtype, matmul_size or MATMUL_SIZE[device.type])
     contenders += [copy, matmul]
@@ -283,8 +252,8 @@ def measure(shape: AttentionShape, dtype: str, device: LocalDevice, *, geometry:
     ceiling = copy_moved / timings.pop("copy").median_s
     matmul_rate = matmul_flops / timings.pop("matmul").median_s
     other_times = {other: timings.pop(f"backend:{other}") for other in others}
-    if cf is not None and cf.error is None:
-        cf.timing = timings.pop("counterfactual")
+    if cf_contender:
+        cf.timing = timings.pop(cf_contender.name)
     result = CaseResult(shape=shape, dtype=dtype, backend=backend, ours=timings.pop("ours"),
                         kv_bytes=shape.kv_bytes(dtype), ceiling_bytes_per_s=ceiling, matmul_flops_per_s=matmul_rate,
                         peers=timings, peer_errors=errors, other_backends=other_times, counterfactual=cf)
@@ -295,6 +264,48 @@ def measure(shape: AttentionShape, dtype: str, device: LocalDevice, *, geometry:
             cf.predicted_s = predict(mha_counterfactual(geometry), counterfactual, dtype, device, ceiling,
                                      matmul_rate)[0].time_s
     return result
+
+
+def _counterfactual(shape: AttentionShape, dtype: str, device: torch.device, backend: str, budget: Budget,
+                    rotate: int) -> tuple[Counterfactual, Contender | None]:
+    """The MHA counterfactual's record and its contender (None, with the reason recorded, when it
+    cannot run here: no backend takes its head dims, or its inputs do not fit)."""
+    cf = Counterfactual(shape, kv_bytes=shape.kv_bytes(dtype))
+    try:
+        cf.backend = choose_backend(device, backend, TORCH_DTYPES[dtype], shape.head_dim, shape.value_dim)
+    except ValueError as exc:
+        cf.error = str(exc)
+        return cf, None
+    per_copy = input_bytes(shape, dtype)
+    copies = budget.copies(per_copy, rotation_copies(per_copy, rotate))
+    if copies < 1:
+        cf.error = f"not run: needs {_gb(per_copy)} of inputs; {budget.describe()}"
+        return cf, None
+    inputs = make_inputs(shape, dtype, device, copies=copies, seed=1)
+    budget.take(copies * per_copy)
+    return cf, Contender("counterfactual", decode_call(shape, cf.backend), inputs)
+
+
+def _peers(shape: AttentionShape, inputs: list, device: torch.device, budget: Budget) -> tuple[list, dict[str, str]]:
+    """Contenders for the peers that run on this device and fit; why each of the others did not run."""
+    contenders, errors = [], {}
+    prepared_by: dict = {}  # peers that share a layout share its (timed-outside) copies
+    candidates = available_mla_peers(device, shape.value_dim) if shape.latent else available_peers(device, shape.batch)
+    for peer in candidates:
+        extra = peer.scratch(*inputs[0]) * (len(inputs) if peer.prepare not in prepared_by else 1)
+        if not budget.fits(extra):
+            errors[peer.name] = f"not run: needs about {_gb(extra)} beyond the inputs; {budget.describe()}"
+            continue
+        try:
+            if peer.prepare not in prepared_by:
+                prepared_by[peer.prepare] = [peer.prepare(*args) for args in inputs]
+            peer.run(prepared_by[peer.prepare][0])  # fails here rather than mid-measurement
+        except Exception as exc:  # a peer that cannot run this shape is reported, not fatal
+            errors[peer.name] = f"{type(exc).__name__}: {exc}"[:300]
+            continue
+        budget.take(extra)
+        contenders.append(Contender(peer.name, peer.run, prepared_by[peer.prepare]))
+    return contenders, errors
 
 
 def predict(geometry: Geometry, shape: AttentionShape, dtype: str, device: LocalDevice, ceiling_bytes_per_s: float,
