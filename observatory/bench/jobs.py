@@ -89,10 +89,11 @@ def _bench_one(model_id, geom, context, batch, dtype, device, counterfactual, **
     try:
         case = measure(shape, dtype, device, geometry=geom, counterfactual=mha, **options)
     except DoesNotFit as exc:  # a shape this device cannot hold is not a failure of the kernel
-        return store.unrun_row(model_id, "skipped", str(exc), device, dtype, batch, context)
+        return store.unrun_row(model_id, "skipped", str(exc), device, dtype, batch, context, shape)
     except (RuntimeError, ValueError, MemoryError) as exc:  # e.g. out of memory: record it, go on
         log.warning("benchmark of %s %s failed: %s", model_id, shape.label(), exc)
-        return store.unrun_row(model_id, "failed", f"{type(exc).__name__}: {exc}", device, dtype, batch, context)
+        return store.unrun_row(model_id, "failed", f"{type(exc).__name__}: {exc}", device, dtype, batch, context,
+                               shape)
     return store.result_row(case, device, model_id)
 
 

@@ -12,6 +12,7 @@ from observatory.db import session_scope
 
 if TYPE_CHECKING:  # the runner imports torch; the web app reads results without it
     from observatory.bench.runner import CaseResult, LocalDevice
+    from observatory.bench.shapes import AttentionShape
 
 _REASON_CHARS = 1000
 
@@ -37,11 +38,15 @@ def result_row(case: CaseResult, device: LocalDevice, model_id: str | None = Non
 
 
 def unrun_row(model_id: str | None, status: str, reason: str, device: LocalDevice, dtype: str, batch: int,
-              context: int) -> BenchResult:
-    """A shape that was skipped (cannot be benchmarked) or failed, with the reason."""
-    return BenchResult(model_id=model_id, status=status, reason=reason[:_REASON_CHARS], device=device.name[:200],
-                       device_type=device.type, software=dict(device.software), dtype=dtype, batch=batch,
-                       context=context)
+              context: int, shape: AttentionShape | None = None) -> BenchResult:
+    """A shape that was skipped (cannot be benchmarked) or failed, with the reason (and the shape, when known)."""
+    row = BenchResult(model_id=model_id, status=status, reason=reason[:_REASON_CHARS], device=device.name[:200],
+                      device_type=device.type, software=dict(device.software), dtype=dtype, batch=batch,
+                      context=context)
+    if shape is not None:
+        row.kernel, row.num_heads, row.num_kv_heads = shape.kernel, shape.num_heads, shape.num_kv_heads
+        row.head_dim, row.head_dim_v = shape.head_dim, shape.value_dim
+    return row
 
 
 def save(engine: Engine, rows: list[BenchResult]) -> list[BenchResult]:

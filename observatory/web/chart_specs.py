@@ -171,16 +171,19 @@ def roofline(devices: Sequence[dict], marks: Sequence[dict]) -> dict:
             "y": {"type": "log", "unit": "flops", "title": "attainable FLOP/s"}, "series": series}
 
 
-def dividend(rows: Iterable[dict], by_model: bool = False, limit: int = 8) -> dict:
+def dividend(rows: Iterable[dict], by_model: bool = False, batch: int | None = None, limit: int = 8) -> dict:
     """Speed-up over the MHA counterfactual against context: measured (solid) and roofline-predicted
     (dashed), one pair of series per (model when ``by_model``, device, dtype, batch), the newest
     result per context. Every point names its shape and how many runs its median took.
 
-    ``rows`` are ``bench.store.row_dict`` results, newest first; at most ``limit`` groups are drawn.
+    ``rows`` are ``bench.store.row_dict`` results, newest first; only ``batch`` when given; at most
+    ``limit`` groups are drawn.
     """
     groups: dict[tuple, dict[int, dict]] = {}
     for row in rows:
         if row.get("status") != "ok" or not (row.get("measured_speedup") or row.get("predicted_speedup")):
+            continue
+        if batch is not None and row["batch"] != batch:
             continue
         key = ((row["model_id"] if by_model else None), row["device"], row["dtype"], row["batch"])
         if key not in groups and len(groups) >= limit:

@@ -547,7 +547,7 @@ def benchmarks_page(request: Request, fmt: str | None) -> Response:
         return json_response(data)
     if fmt == "csv":
         return csv_response(BENCH_CSV_COLUMNS, data["rows"], "benchmarks.csv")
-    dividend = chart_specs.dividend(data["rows"], by_model=True)
+    dividend = chart_specs.dividend(data["rows"], by_model=True, batch=1)  # per model; batches on its page
     return render(request, "benchmarks.html", data, title="Spot-benchmarks", nav="/benchmarks",
                   formats=("json", "csv"), bench_results=data["rows"], show_model=True,
                   specs={"dividend": dividend} if dividend["series"] else {}, charts=bool(dividend["series"]))

@@ -101,6 +101,7 @@ def test_shapes_that_do_not_fit_are_skipped_with_the_reason(engine):
     [row] = bench_models(engine, ["org/small-gqa"], contexts=[4096], repeats=1, memory_bytes=1000, **FAST)
     assert row.status == "skipped" and "needs 0.0 GB of inputs" in row.reason and row.median_s is None
     assert "b=1 H=8 K=2 d=64 L=4096" in row.reason
+    assert (row.kernel, row.num_heads, row.num_kv_heads, row.head_dim) == ("gqa", 8, 2, 64)  # the shape, for the pages
 
 
 def test_counterfactual_and_peers_that_do_not_fit_are_reported_not_run():
