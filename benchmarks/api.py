@@ -100,7 +100,8 @@ def generate(n: int, seed: int = 1):
     for kind, configs in templates().items():
         for cfg in configs:
             raw = json.dumps(cfg, separators=(",", ":"))
-            geom, error = derive(raw)
+            derived = derive(raw)
+            geom, error = derived.geometry, derived.error
             assert geom is not None, (cfg, error)
             prepared[kind].append((raw, geom, kvcache.bytes_per_token(geom, "bf16"), json.dumps(list(geom.architectures)),
                                    json.dumps(dict(geom.sources))))

@@ -22,6 +22,8 @@ from sqlmodel import Session, col, select
 
 from observatory.core import kvcache
 from observatory.core.geometry import PARSER_VERSION, ConfigError, Geometry, parse_config_text, parse_geometry
+from observatory.core.lineage import geometry_fingerprint, quantization
+from observatory.core.params import estimate_parameters
 from observatory.core.repo_ids import validate_repo_id
 from observatory.tables import ConfigRevision, GeometryRow, HubModel, utcnow
 
@@ -53,8 +55,8 @@ def upsert_models(session: Session, rows: Mapping[str, Mapping]) -> None:
     now = utcnow()
     existing = set(session.exec(select(HubModel.id).where(col(HubModel.id).in_(list(rows)))))
     new = [
-        {"downloads": 0, "likes": 0, "tags": [], "source": "hub", "first_seen_at": now,
-         "author": model_id.split("/")[0] if "/" in model_id else None,
+        {"downloads": None, "likes": None, "tags": [], "source": "hub", "first_seen_at": now,
+         "author": _author(model_id), "author_key": (_author(model_id) or "").lower() or None,
          **fields, "id": model_id, "updated_at": now}
         for model_id, fields in rows.items() if model_id not in existing
     ]
@@ -63,16 +65,51 @@ def upsert_models(session: Session, rows: Mapping[str, Mapping]) -> None:
     _update_models(session, {model_id: {**rows[model_id], "updated_at": now} for model_id in existing})
 
 
+def _author(model_id: str) -> str | None:
+    return model_id.split("/")[0] if "/" in model_id else None
+
+
 def upsert_model(session: Session, model_id: str, **fields) -> HubModel:
     """Insert or update one HubModel; only the given fields change."""
     upsert_models(session, {model_id: fields})
     return session.get(HubModel, model_id, populate_existing=True)
 
 
-def geometry_values(geom: Geometry, *, revision_id: int, model_id: str) -> dict:
+@dataclass(frozen=True)
+class Derived:
+    """What one config.json yields: its geometry (None with ``error`` when it cannot be read)
+    and the facts read beside it."""
+
+    geometry: Geometry | None
+    config: dict | None
+    error: str | None
+
+    @property
+    def quantization(self) -> tuple[str | None, int | None]:
+        return quantization(self.config, []) if self.config is not None else (None, None)
+
+
+def _estimate(cfg: dict) -> tuple[int | None, int | None]:
+    """Total and active parameters estimated from the config; (None, None) when it cannot say."""
+    try:
+        estimate = estimate_parameters(cfg)
+    except ConfigError:
+        return None, None
+    return estimate.total, estimate.active
+
+
+def geometry_values(geom: Geometry, cfg: dict, *, revision_id: int, model_id: str) -> dict:
     """The ``geometry`` row for a derived Geometry, as column values."""
     mla = geom.mla
+    total, active = _estimate(cfg)
     return dict(
+        encoder_only=getattr(geom, "encoder_only", False),
+        is_encoder_decoder=getattr(geom, "is_encoder_decoder", False),
+        cross_kv_elements_per_source_token=getattr(geom, "cross_kv_elements_per_source_token", None) or None,
+        uncertain=getattr(geom, "uncertain", False),
+        fingerprint=geometry_fingerprint(geom, cfg),
+        params_estimate=total,
+        active_params_estimate=active,
         revision_id=revision_id,
         model_id=model_id,
         parser_version=PARSER_VERSION,
@@ -103,12 +140,14 @@ def geometry_values(geom: Geometry, *, revision_id: int, model_id: str) -> dict:
     )
 
 
-def derive(raw_text: str) -> tuple[Geometry | None, str | None]:
-    """Parse a raw config; return (geometry, None) or (None, one-line error)."""
+def derive(raw_text: str) -> Derived:
+    """Parse a raw config into its geometry, or say in one line why it cannot be read."""
+    cfg = None
     try:
-        return parse_geometry(parse_config_text(raw_text)), None
+        cfg = parse_config_text(raw_text)
+        return Derived(parse_geometry(cfg), cfg, None)
     except ConfigError as exc:
-        return None, str(exc)[:1000]
+        return Derived(None, cfg, str(exc)[:1000])
 
 
 def record_configs(session: Session, items: Iterable[ConfigItem]) -> list[Recorded]:
@@ -126,11 +165,11 @@ def record_configs(session: Session, items: Iterable[ConfigItem]) -> list[Record
             .where(col(ConfigRevision.model_id).in_({i.model_id for i in items}))
         )
     }
-    fresh: dict[tuple[str, str], tuple[ConfigItem, Geometry | None, str | None]] = {}
+    fresh: dict[tuple[str, str], tuple[ConfigItem, Derived]] = {}
     for item in items:
         key = (item.model_id, item.sha)
         if key not in stored and key not in fresh:
-            fresh[key] = (item, *derive(item.raw_text))
+            fresh[key] = (item, derive(item.raw_text))
     if fresh:
         now = utcnow()
         returned = session.execute(
@@ -138,20 +177,22 @@ def record_configs(session: Session, items: Iterable[ConfigItem]) -> list[Record
             [
                 dict(model_id=item.model_id, sha=item.sha, raw_text=item.raw_text,
                      fetched_at=item.fetched_at or now, provenance=item.provenance, source=item.source,
-                     parse_status="ok" if error is None else "error", parse_error=error)
-                for item, _geom, error in fresh.values()
+                     parse_status="ok" if d.error is None else "error", parse_error=d.error)
+                for item, d in fresh.values()
             ],
         ).scalars().all()
         geometries = []
-        for rev_id, (key, (item, geom, error)) in zip(returned, fresh.items()):
-            stored[key] = Recorded(rev_id, True, "ok" if error is None else "error", error)
-            if geom is not None:
-                geometries.append(geometry_values(geom, revision_id=rev_id, model_id=item.model_id))
+        for rev_id, (key, (item, d)) in zip(returned, fresh.items()):
+            stored[key] = Recorded(rev_id, True, "ok" if d.error is None else "error", d.error)
+            if d.geometry is not None:
+                geometries.append(geometry_values(d.geometry, d.config, revision_id=rev_id, model_id=item.model_id))
         if geometries:
             session.execute(insert(GeometryRow), geometries)
-        current = {key[0]: stored[key].revision_id for key in fresh}  # later items win
-        _update_models(session, {model_id: {"current_revision_id": rev_id, "updated_at": now}
-                                 for model_id, rev_id in current.items()})
+        current = {key[0]: (stored[key].revision_id, d) for key, (_item, d) in fresh.items()}  # later items win
+        _update_models(session, {
+            model_id: {"current_revision_id": rev_id, "updated_at": now,
+                       **dict(zip(("quant_method", "quant_bits"), d.quantization))}
+            for model_id, (rev_id, d) in current.items()})
     return [stored[(item.model_id, item.sha)] for item in items]
 
 
@@ -196,14 +237,15 @@ def rederive(session: Session) -> int:
         row = session.exec(select(GeometryRow).where(GeometryRow.revision_id == revision.id)).first()
         if row is not None and row.parser_version >= PARSER_VERSION:
             continue
-        geom, error = derive(revision.raw_text)
+        d = derive(revision.raw_text)
         if row is not None:
             session.delete(row)
             session.flush()
-        revision.parse_status = "ok" if error is None else "error"
-        revision.parse_error = error
-        if geom is not None:
-            session.add(GeometryRow(**geometry_values(geom, revision_id=revision.id, model_id=revision.model_id)))
+        revision.parse_status = "ok" if d.error is None else "error"
+        revision.parse_error = d.error
+        if d.geometry is not None:
+            session.add(GeometryRow(**geometry_values(d.geometry, d.config, revision_id=revision.id,
+                                                      model_id=revision.model_id)))
         changed += 1
     session.flush()
     return changed

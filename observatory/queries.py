@@ -62,6 +62,28 @@ IsoDate = Annotated[date, BeforeValidator(_iso_day)]
 
 SortKey = Literal["created_at", "downloads", "group_size", "kv_bytes_per_token", "id"]
 AttentionKind = Literal["MHA", "MQA", "GQA", "MLA", "none"]
+RELATIONS = ("original", "finetune", "quantized", "adapter", "merge")
+Relation = Literal["original", "finetune", "quantized", "adapter", "merge"]
+
+
+def _whole_if_integral(value: float | None) -> float | int | None:
+    """G = H/K is a whole number for every real model: 8, not 8.0, in JSON and CSV."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+GroupSize = Annotated[int | float | None, BeforeValidator(_whole_if_integral)]
+
+
+def _comma_list(value: Any) -> Any:
+    """``kind=MLA,GQA`` means the same as ``kind=MLA&kind=GQA``."""
+    items = value if isinstance(value, list) else [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        return value
+    # Empty parts stay, so "kind=" and "kind=MLA," are refused as they were before commas.
+    return [part.strip() for item in items for part in (item.split(",") if isinstance(item, str) else [item])]
+
+
+
 
 _M = HubModel.__table__.c
 _G = GeometryRow.__table__.c
@@ -74,7 +96,7 @@ _SORT_COLUMNS: dict[str, tuple[sa.ColumnElement, sa.ColumnElement]] = {
     "kv_bytes_per_token": (_G.kv_bytes_per_token_bf16, _G.model_id),
     "id": (_M.id, _M.id),
 }
-_NULLABLE_SORTS = {"created_at", "group_size", "kv_bytes_per_token"}
+_NULLABLE_SORTS = {"created_at", "downloads", "group_size", "kv_bytes_per_token"}
 _TOKEN_VERSION = 1
 
 
@@ -93,12 +115,22 @@ class ModelListParams(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    kind: list[AttentionKind] = Field(default_factory=list, max_length=5,
-                                      description="Attention kinds to keep (any of): MHA, MQA, GQA, MLA, none")
+    kind: Annotated[list[AttentionKind], BeforeValidator(_comma_list)] = Field(
+        default_factory=list, max_length=5,
+        description="Attention kinds to keep (any of; repeat the parameter or separate with commas): "
+                    "MHA, MQA, GQA, MLA, none")
+    relation: Annotated[list[Relation], BeforeValidator(_comma_list)] = Field(
+        default_factory=list, max_length=5,
+        description="Relations to a base model to keep (any of; repeatable or comma-separated): "
+                    + ", ".join(RELATIONS))
+    min_params: float | None = Field(None, ge=0, le=1e15, description=(
+        "At least this many parameters: the disclosed count (safetensors total, or a published figure), "
+        "else the estimate from the config; models with neither are left out"))
     hybrid: bool | None = Field(None, description="Only hybrids (true) or only non-hybrids (false)")
     g_min: float | None = Field(None, ge=0, le=1_000_000, description="Smallest group size G = H/K")
     g_max: float | None = Field(None, ge=0, le=1_000_000, description="Largest group size G = H/K")
-    author: str | None = Field(None, min_length=1, max_length=100, description="Organisation (repo id prefix)")
+    author: str | None = Field(None, min_length=1, max_length=100,
+                               description="Organisation (repo id prefix), in any case, as on the Hub")
     model_type: str | None = Field(None, min_length=1, max_length=100,
                                    description="Architecture family, the config's model_type")
     created_from: IsoDate | None = Field(None, description="Created on or after this day (UTC)")
@@ -125,16 +157,20 @@ class ModelSummary(BaseModel):
     id: str
     author: str | None
     created_at: datetime | None
-    downloads: int
-    likes: int
-    num_parameters: int | None
+    downloads: int | None = Field(description="Hub downloads over the last 30 days; null when unknown")
+    likes: int | None
+    num_parameters: int | None = Field(description="Disclosed total: the safetensors total or a published figure")
+    parameters_source: str | None = Field(description="safetensors, published, or config (an estimate)")
+    active_parameters: int | None = Field(description="Mixture-of-experts models: parameters one token uses")
+    relation: str | None = Field(description="original, finetune, quantized, adapter or merge; null when unknown")
+    base_models: list[str] | None
     source: str
     model_type: str | None
     attention_kind: str | None
     is_hybrid: bool | None
     num_query_heads: int | None
     num_kv_heads: int | None
-    group_size: float | None
+    group_size: GroupSize
     head_dim: int | None
     num_layers: int | None
     kv_layers: int | None
@@ -144,8 +180,14 @@ class ModelSummary(BaseModel):
 
 # Columns of ModelSummary, in order (also the CSV header).
 SUMMARY_FIELDS = tuple(ModelSummary.model_fields)
+# Parameters as a reader wants them: disclosed, else the config estimate (and say which).
+PARAMS = sa.func.coalesce(_M.num_parameters, _G.params_estimate)
 _SUMMARY_COLUMNS = [
-    _M.id, _M.author, _M.created_at, _M.downloads, _M.likes, _M.num_parameters, _M.source,
+    _M.id, _M.author, _M.created_at, _M.downloads, _M.likes, PARAMS.label("num_parameters"),
+    sa.case((_M.num_parameters.is_not(None), sa.func.coalesce(_M.parameters_source, "published")),
+            (_G.params_estimate.is_not(None), "config"), else_=None).label("parameters_source"),
+    sa.func.coalesce(_M.active_parameters, _G.active_params_estimate).label("active_parameters"),
+    _M.relation, _M.base_models, _M.source,
     _G.model_type, _G.attention_kind, _G.is_hybrid, _G.num_query_heads, _G.num_kv_heads,
     _G.group_size, _G.head_dim, _G.num_layers, _G.kv_layers, _G.sliding_window,
     _G.kv_bytes_per_token_bf16.label("kv_bytes_per_token"),
@@ -296,7 +338,9 @@ def _bind_values(params: ModelListParams) -> dict[str, Any]:
     """Values for the bind parameters of ``_page_statement``."""
     values: dict[str, Any] = {
         "kind": list(params.kind), "hybrid": params.hybrid, "g_min": params.g_min, "g_max": params.g_max,
-        "author": params.author, "model_type": params.model_type, "min_downloads": params.min_downloads,
+        "relation": list(params.relation), "min_params": params.min_params,
+        "author": params.author.lower() if params.author else None, "model_type": params.model_type,
+        "min_downloads": params.min_downloads,
         "created_from": _day_start(params.created_from) if params.created_from else None,
         "created_to": _day_start(params.created_to + timedelta(days=1)) if params.created_to else None,
         # matched with LIKE ... ESCAPE '/': the user's % and _ are literal
@@ -323,10 +367,12 @@ def _page_statement(sort: str, desc: bool, tail: bool, cursor: bool, filters: fr
         "g_min": lambda: geo("group_size") >= p("g_min"),
         "g_max": lambda: geo("group_size") <= p("g_max"),
         "model_type": lambda: geo("model_type") == p("model_type"),
-        "author": lambda: _M.author == p("author"),
+        "author": lambda: _M.author_key == p("author"),  # the Hub matches organisations in any case
         "created_from": lambda: _M.created_at >= p("created_from"),
         "created_to": lambda: _M.created_at < p("created_to"),
         "min_downloads": lambda: _M.downloads >= p("min_downloads"),
+        "relation": lambda: _M.relation.in_(p("relation", expanding=True)),
+        "min_params": lambda: PARAMS >= p("min_params"),
         "q": lambda: _M.id.icontains(p("q"), escape="/"),
     }
     query = (
@@ -418,13 +464,24 @@ class ModelInfo(BaseModel):
     created_at: datetime | None
     last_modified: datetime | None
     sha: str | None
-    downloads: int = Field(description="Hub downloads over the last 30 days, at the last refresh")
-    likes: int
+    downloads: int | None = Field(description="Hub downloads over the last 30 days, at the last refresh;"
+                                              " null when unknown (snapshot models)")
+    likes: int | None
     pipeline_tag: str | None
     library_name: str | None
     tags: list[str]
     gated: str | None
-    num_parameters: int | None
+    num_parameters: int | None = Field(description="Disclosed total: the safetensors total or a published figure")
+    parameters_source: str | None = Field(description="Where num_parameters came from: safetensors or published")
+    active_parameters: int | None = Field(description="Mixture-of-experts models: the published active count")
+    weight_dtypes: dict | None = Field(description="Parameters per safetensors dtype, from the listing")
+    relation: str | None = Field(description="original, finetune, quantized, adapter or merge; null when unknown")
+    base_models: list[str] | None = Field(description="The base model(s) the Hub lists")
+    quant_method: str | None = Field(description="quantization_config.quant_method of the current config")
+    quant_bits: int | None
+    is_test_repo: bool
+    lineage_warnings: list[str] | None
+    organisation: str | None
     source: str = Field(description='"hub" (crawled) or "snapshot" (bundled notable-model snapshot)')
     release_date_confidence: str | None
     first_seen_at: datetime
@@ -455,13 +512,21 @@ class GeometryDetail(BaseModel):
     is_hybrid: bool
     num_query_heads: int | None
     num_kv_heads: int | None
-    group_size: float | None
+    group_size: GroupSize
     head_dim: int | None
     v_head_dim: int | None
     num_layers: int | None
     kv_layers: int | None
     sliding_window: int | None
     sliding_layers: int
+    encoder_only: bool = Field(description="An encoder-only model (BERT and kin): no decode cache")
+    is_encoder_decoder: bool
+    cross_kv_elements_per_source_token: int | None = Field(
+        description="Encoder-decoders: cross-attention cache elements per source token, all decoder layers")
+    uncertain: bool = Field(description="An unknown layer type was counted as a full KV layer (an upper bound)")
+    fingerprint: str | None = Field(description="Architecture fingerprint: identical architectures share it")
+    params_estimate: int | None = Field(description="Total parameters estimated from the config")
+    active_params_estimate: int | None
     chunked: bool
     hidden_size: int | None
     kv_lora_rank: int | None
@@ -529,21 +594,31 @@ class HardwareInfo(BaseModel):
 
 
 class RooflinePoint(BaseModel):
-    """Decode attention at one (context, batch) on one device, beside its MHA counterfactual."""
+    """Decode at one (context, batch) on one device: attention alone beside its MHA
+    counterfactual, and the whole step (attention plus every weight read once) where the
+    parameter count is known, with what fits in memory."""
 
     context: int
     batch: int
     kv_bytes: int
-    time_s: float = Field(description="Roofline floor of one decode step's attention")
-    tokens_per_s: float = Field(description="Token-rate ceiling attention alone would allow")
+    time_s: float = Field(description="Roofline floor of one decode step's attention alone")
+    tokens_per_s: float = Field(description="Token-rate ceiling attention alone would allow (weights ignored)")
     bound: str
     intensity: float = Field(description="FLOP per byte")
-    fits: bool | None = Field(description="The cache fits in device memory")
     mha_time_s: float
     mha_intensity: float = Field(description="FLOP per byte of the MHA counterfactual")
     speedup: float | None = Field(description="mha_time_s / time_s")
-    max_batch: int | None = Field(description="Sequences of this context whose cache fits beside the "
-                                  "bf16 weights (weights ignored when the parameter count is unknown)")
+    weight_bytes: int | None = Field(description="bf16 weights; null when the parameter count is unknown")
+    step_time_s: float | None = Field(description="Whole decode step (attention + weights) on devices_needed devices")
+    step_tokens_per_s: float | None = Field(description="Token-rate ceiling of the whole step on devices_needed devices")
+    devices_needed: int | None = Field(description="Fewest devices whose memory holds the bf16 weights "
+                                       "(ceil(weights / memory)); null when the parameter count is unknown")
+    cache_fits: bool | None = Field(description="The KV cache alone fits in one device's memory")
+    fits: bool | None = Field(description="Weights and KV cache together fit in one device's memory; "
+                                          "null when the parameter count is unknown")
+    max_batch: int | None = Field(description="Sequences of this context whose cache fits beside the bf16 "
+                                  "weights on one device (0: the weights alone do not fit); without a parameter "
+                                  "count, beside nothing")
 
 
 class DeviceRoofline(BaseModel):
@@ -577,6 +652,26 @@ class BenchResultInfo(BaseModel):
     peer_errors: dict[str, str]
 
 
+MAX_SIBLINGS = 20  # sibling ids a model record names
+
+
+class ArchitectureInfo(BaseModel):
+    fingerprint: str
+    first_seen: bool = Field(description="True when this is the earliest stored model with this architecture")
+    siblings: int = Field(description="Other stored models with the same fingerprint")
+    sibling_ids: list[str] = Field(description=f"Up to {MAX_SIBLINGS} of them, earliest first")
+
+
+class DerivativeCounts(BaseModel):
+    finetune: int
+    quantized: int
+    adapter: int
+    merge: int
+    downloads: int = Field(description="Summed 30-day downloads of the derivatives whose count is known")
+    downloads_unknown: int = Field(description="Derivatives whose download count is unknown")
+    computed_at: datetime
+
+
 class ModelDetail(BaseModel):
     """Everything known about one model: Hub facts, current geometry with provenance, every
     stored config revision, KV cache at common contexts with the MHA counterfactual, the
@@ -588,6 +683,11 @@ class ModelDetail(BaseModel):
     kv_cache: KVCacheSummary | None
     roofline: list[DeviceRoofline] = Field(description="Batch 1 at 4k/32k/128k tokens, bf16 cache")
     bench: list[BenchResultInfo] = Field(description="Latest spot-benchmarks, newest first")
+    architecture: ArchitectureInfo | None = Field(description="Other stored models with the same architecture")
+    derivatives: DerivativeCounts | None = Field(
+        description="Stored repositories that name this model as a base, by relation, with their downloads")
+
+
 
 
 def config_url(revision_id: int) -> str:
@@ -613,8 +713,8 @@ def _provenance(row: GeometryRow, geom: Geometry | None) -> list[ProvenanceItem]
             value = derived[head].get(tail)
         else:
             value = derived.get(name)
-        if isinstance(value, (tuple, list)) and len(value) > 64:
-            value = None  # long per-layer lists are in layer_kinds; keep the table readable
+        if isinstance(value, tuple):
+            value = list(value)  # per-layer lists: the page folds them ("(linear ×3, full) ×12")
         items.append(ProvenanceItem(field=name, value=value, source=str(source), kind=_provenance_kind(str(source))))
     # Values no config states directly: say how they are computed.
     rules = {
@@ -647,24 +747,35 @@ def hardware_info(device: hardware.Device) -> HardwareInfo:
 
 
 def roofline_point(geom: Geometry, device: hardware.Device, context: int, batch: int = 1, dtype: str = "bf16",
-                   num_parameters: int | None = None, counterfactual: Geometry | None = None) -> RooflinePoint:
+                   num_parameters: int | None = None, counterfactual: Geometry | None = None,
+                   active_parameters: int | None = None) -> RooflinePoint:
     actual = roofline.decode_estimate(geom, device, context, batch, dtype)
     mha = roofline.decode_estimate(counterfactual or kvcache.mha_counterfactual(geom), device, context, batch, dtype)
+    one = roofline.decode_estimate(geom, device, context, batch, dtype, params=num_parameters,
+                                   active_params=active_parameters) if num_parameters else None
+    needed = roofline.devices_for_weights(device, num_parameters)
+    step = roofline.decode_estimate(geom, device, context, batch, dtype, params=num_parameters,
+                                    active_params=active_parameters, devices=needed) if needed else None
     return RooflinePoint(
         context=context, batch=batch, kv_bytes=actual.kv_bytes, time_s=actual.time_s,
-        tokens_per_s=actual.tokens_per_s, bound=actual.bound, intensity=actual.intensity, fits=actual.fits,
+        tokens_per_s=actual.tokens_per_s, bound=actual.bound, intensity=actual.intensity,
         mha_time_s=mha.time_s, mha_intensity=mha.intensity,
         speedup=mha.time_s / actual.time_s if actual.time_s else None,
+        weight_bytes=one.weight_bytes if one else None,
+        step_time_s=step.time_s if step else None, step_tokens_per_s=step.tokens_per_s if step else None,
+        devices_needed=needed, cache_fits=actual.cache_fits, fits=one.fits if one else None,
         max_batch=roofline.max_batch(geom, device, context, dtype, params=num_parameters),
     )
 
 
-def roofline_summary(geom: Geometry, num_parameters: int | None = None) -> list[DeviceRoofline]:
-    """Batch-1 decode attention at ``KV_CONTEXTS`` on every catalogued device."""
+def roofline_summary(geom: Geometry, num_parameters: int | None = None,
+                     active_parameters: int | None = None) -> list[DeviceRoofline]:
+    """Batch-1 decode at ``KV_CONTEXTS`` on every catalogued device."""
     counter = kvcache.mha_counterfactual(geom)
     return [
         DeviceRoofline(hardware_id=d.id, name=d.name,
-                       points=[roofline_point(geom, d, c, 1, "bf16", num_parameters, counter) for c in KV_CONTEXTS])
+                       points=[roofline_point(geom, d, c, 1, "bf16", num_parameters, counter, active_parameters)
+                               for c in KV_CONTEXTS])
         for d in hardware.load_catalog()
     ]
 
@@ -680,7 +791,7 @@ def current_geometry(session: Session, model: HubModel) -> tuple[GeometryRow | N
     raw = session.execute(
         sa.select(ConfigRevision.raw_text).where(ConfigRevision.id == model.current_revision_id)
     ).scalar_one_or_none()
-    geom = derive(raw)[0] if raw is not None and row is not None else None
+    geom = derive(raw).geometry if raw is not None and row is not None else None
     return row, geom
 
 
@@ -711,14 +822,68 @@ def get_model_detail(session: Session, model_id: str) -> ModelDetail | None:
             layer_kinds=list(geom.layer_kinds) if geom is not None else None,
             provenance=_provenance(row, geom),
         )
+    params, active = model_parameters(model, row)
     return ModelDetail(
         model=ModelInfo.model_validate(model.model_dump()),
         geometry=geometry,
         revisions=revisions,
         kv_cache=_kv_summary(geom) if _has_cache(geom) else None,
-        roofline=roofline_summary(geom, model.num_parameters) if _has_cache(geom) else [],
+        roofline=roofline_summary(geom, params, active) if _has_cache(geom) else [],
         bench=[BenchResultInfo.model_validate(r) for r in bench_store.results_for_model(session, model_id, 10)],
+        architecture=_architecture(session, model_id, row.fingerprint) if row is not None and row.fingerprint else None,
+        derivatives=_derivatives(session, model_id),
     )
+
+
+
+def model_parameters(model: HubModel, row: GeometryRow | None) -> tuple[int | None, int | None]:
+    """(total, active) parameters: disclosed where known, else estimated from the config."""
+    total = model.num_parameters if model.num_parameters is not None else (row.params_estimate if row else None)
+    active = model.active_parameters if model.active_parameters is not None else (
+        row.active_params_estimate if row else None)
+    return total, active if active != total else None
+
+
+def _architecture(session: Session, model_id: str, fingerprint: str) -> ArchitectureInfo:
+    """Stored models whose current geometry has the same fingerprint, earliest first."""
+    query = (sa.select(_M.id, _M.created_at).select_from(HubModel.__table__)
+             .join(GeometryRow.__table__, _G.revision_id == _M.current_revision_id)
+             .where(_G.fingerprint == fingerprint))
+    rows = session.execute(query.order_by(_M.created_at.is_(None), _M.created_at, _M.id)
+                           .limit(MAX_SIBLINGS + 1)).all()
+    total = session.execute(sa.select(sa.func.count()).select_from(query.subquery())).scalar_one()
+    ids = [r.id for r in rows]
+    return ArchitectureInfo(fingerprint=fingerprint, first_seen=bool(ids) and ids[0] == model_id,
+                            siblings=total - 1, sibling_ids=[i for i in ids if i != model_id][:MAX_SIBLINGS])
+
+
+def _derivatives(session: Session, model_id: str) -> DerivativeCounts | None:
+    from observatory.trend_tables import DerivativeStats
+
+    stats = session.get(DerivativeStats, model_id)
+    return DerivativeCounts.model_validate(stats.model_dump()) if stats is not None else None
+
+
+def not_found_message(session: Session, model_id: str) -> str:
+    """The 404 text for a model id, naming the closest stored ids when there are any."""
+    near = similar_ids(session, model_id)
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    return f"no model {model_id!r} in the store{hint}"
+
+
+def similar_ids(session: Session, model_id: str, limit: int = 5) -> list[str]:
+    """Stored ids a reader probably meant: the same name under any organisation (``gpt2`` ->
+    ``openai-community/gpt2``), else ids containing the name. For 404 hints only."""
+    name = model_id.rsplit("/", 1)[-1].lower()[:100]
+    if not name:
+        return []
+    escaped = name.replace("/", "//").replace("%", "/%").replace("_", "/_")
+    exact = session.execute(sa.select(_M.id).where(sa.func.lower(_M.id).like("%/" + escaped, escape="/"))
+                            .order_by(_M.id).limit(limit)).scalars().all()
+    if exact:
+        return list(exact)
+    return list(session.execute(sa.select(_M.id).where(_M.id.icontains(escaped, escape="/"))
+                                .order_by(sa.func.length(_M.id), _M.id).limit(limit)).scalars().all())
 
 
 def _has_cache(geom: Geometry | None) -> bool:

@@ -86,6 +86,8 @@ class SnapshotEntry:
             "library_name": "transformers",
             "tags": tags,
             "num_parameters": self.num_parameters,
+            "parameters_source": "published" if self.num_parameters is not None else None,
+            "relation": "original",  # the snapshot lists labs' own releases, never derivatives
             "source": "snapshot",
             "release_date_confidence": self.release_date_confidence,
         }

@@ -41,16 +41,33 @@ class HubModel(SQLModel, table=True):
 
     id: str = Field(primary_key=True, max_length=200)  # "org/name"
     author: str | None = Field(default=None, index=True, max_length=100)
+    author_key: str | None = Field(default=None, max_length=100)  # lower(author): case-blind matching
     created_at: datetime | None = Field(default=None, index=True)  # Hub createdAt, or release date
     last_modified: datetime | None = None
     sha: str | None = Field(default=None, max_length=64)
-    downloads: int = Field(default=0, sa_type=BigInt)  # Hub's 30-day count
-    likes: int = Field(default=0, sa_type=BigInt)
+    # The Hub's 30-day count; None = unknown (snapshot rows, and anything never listed).
+    downloads: int | None = Field(default=None, sa_type=BigInt)
+    likes: int | None = Field(default=None, sa_type=BigInt)
     pipeline_tag: str | None = Field(default=None, max_length=100)
     library_name: str | None = Field(default=None, max_length=100)
     tags: list[str] = Field(default_factory=list, sa_type=sa.JSON)
     gated: str | None = Field(default=None, max_length=20)  # "false" | "auto" | "manual"
-    num_parameters: int | None = Field(default=None, sa_type=BigInt)  # from safetensors metadata or the snapshot
+    # Total parameters as disclosed: the listing's safetensors total, or a snapshot entry's
+    # published count. The config-based estimate lives on the geometry (params_estimate).
+    num_parameters: int | None = Field(default=None, sa_type=BigInt)
+    parameters_source: str | None = Field(default=None, max_length=20)  # safetensors | published
+    active_parameters: int | None = Field(default=None, sa_type=BigInt)  # MoE: published active count
+    weight_dtypes: dict | None = Field(default=None, sa_type=sa.JSON)  # safetensors {"BF16": n, ...}
+    # Lineage (core.lineage.classify): original | finetune | quantized | adapter | merge; None = unknown.
+    relation: str | None = Field(default=None, max_length=20, index=True)
+    base_models: list[str] | None = Field(default=None, sa_type=sa.JSON)
+    quant_method: str | None = Field(default=None, max_length=50)  # config quantization_config.quant_method
+    quant_bits: int | None = None
+    is_test_repo: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
+    lineage_warnings: list[str] | None = Field(default=None, sa_type=sa.JSON)
+    organisation: str | None = Field(default=None, max_length=100)  # the lab, where known (snapshot)
+    # A snapshot entry's own facts: family, sources of its date and parameter count, notes.
+    snapshot_meta: dict | None = Field(default=None, sa_type=sa.JSON)
     # "hub" for crawled rows, "snapshot" for the bundled notable-model snapshot.
     source: str = Field(default="hub", max_length=20, index=True)
     release_date_confidence: str | None = Field(default=None, max_length=20)
@@ -110,6 +127,15 @@ class GeometryRow(SQLModel, table=True):
     q_lora_rank: int | None = None
     kv_elements_per_token: int | None = Field(default=None, sa_type=BigInt)
     kv_bytes_per_token_bf16: int | None = Field(default=None, sa_type=BigInt)
+    # Encoder-only models never decode: kind reported, no per-token cache, their own trend bucket.
+    encoder_only: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
+    is_encoder_decoder: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
+    cross_kv_elements_per_source_token: int | None = Field(default=None, sa_type=BigInt)
+    # An unknown layer type was counted as a full KV layer (an upper bound): kept out of trends.
+    uncertain: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
+    fingerprint: str | None = Field(default=None, max_length=64, index=True)  # core.lineage
+    params_estimate: int | None = Field(default=None, sa_type=BigInt)  # core.params, from the config
+    active_params_estimate: int | None = Field(default=None, sa_type=BigInt)
     sources: dict = Field(default_factory=dict, sa_type=sa.JSON)
     warnings: list[str] = Field(default_factory=list, sa_type=sa.JSON)
     derived_at: datetime = Field(default_factory=utcnow)

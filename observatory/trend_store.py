@@ -23,18 +23,24 @@ from sqlmodel import Session
 
 from observatory.db import session_scope
 from observatory.tables import GeometryRow, HubModel, utcnow
-from observatory.trend_tables import TrendPointRow
+from observatory.trend_tables import DerivativeStats, TrendPointRow
 from observatory.core.trends import (
-    KIND_BUCKETS,
+    ATTENTION_KINDS,
+    DERIVED_RELATIONS,
+    ORIGINALS_MIN_PARAMS,
     PERIODS,
+    POPULATIONS,
     SIZE_CLASSES,
+    STACKS,
     WEIGHTINGS,
     SizeClassStat,
     TrendColumns,
     TrendPoint,
     TrendRow,
     day_ordinals,
+    default_period,
     period_start,
+    population_mask,
     trend_series,
 )
 
@@ -44,27 +50,45 @@ STANDARD_THRESHOLDS = (0, 1000, 100_000)
 
 @dataclass(frozen=True)
 class Population:
-    """Which models a series counts: at least ``min_downloads`` downloads, optionally one
-    organisation (``author``) and/or one architecture family (``model_type``)."""
+    """Which models a series counts: a lineage population (``originals``, ``all`` or
+    ``derivatives``; see ``core.trends``) with at least ``min_params`` parameters (None: the
+    lineage's default, 1e9 for originals and no floor otherwise), at least ``min_downloads``
+    downloads, optionally one organisation (``author``, any case) and/or one architecture family
+    (``model_type``)."""
 
+    lineage: str = "originals"
+    min_params: float | None = None
     min_downloads: int = 0
     author: str | None = None
     model_type: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.lineage not in POPULATIONS:
+            raise ValueError(f"unknown population {self.lineage!r}; expected one of {', '.join(POPULATIONS)}")
+
+    @property
+    def params_floor(self) -> float | None:
+        if self.min_params is not None:
+            return self.min_params or None
+        return ORIGINALS_MIN_PARAMS if self.lineage == "originals" else None
+
     @property
     def key(self) -> str:
-        parts = []
+        parts = [self.lineage]
+        if self.min_params is not None:
+            parts.append(f"min_params={self.min_params:g}")
         if self.min_downloads:
             parts.append(f"min_downloads={self.min_downloads}")
         if self.author is not None:
             parts.append(f"author={self.author}")
         if self.model_type is not None:
             parts.append(f"model_type={self.model_type}")
-        return ";".join(parts) or "all"
+        return ";".join(parts)
 
     @property
     def precomputed(self) -> bool:
-        return self.author is None and self.model_type is None and self.min_downloads in STANDARD_THRESHOLDS
+        return (self.author is None and self.model_type is None and self.min_params is None
+                and self.min_downloads in STANDARD_THRESHOLDS)
 
 
 @dataclass
@@ -85,11 +109,16 @@ class RefreshReport:
 
 
 _M, _G = HubModel.__table__.c, GeometryRow.__table__.c
+_D = DerivativeStats.__table__.c
+# Parameters as disclosed (safetensors total, published figure), else the config estimate.
+PARAMS = sa.func.coalesce(_M.num_parameters, _G.params_estimate)
+# Own downloads plus the derivatives'; unknown when the model's own count is unknown.
+FAMILY_DOWNLOADS = _M.downloads + sa.func.coalesce(_D.downloads, 0)
 _ROW_COLUMNS = (_M.id, _M.author, _G.model_type, _M.created_at, _G.attention_kind, _G.is_hybrid, _G.group_size,
-                _G.kv_bytes_per_token_bf16, _M.num_parameters, _M.downloads)  # TrendRow's fields, in order
+                _G.kv_bytes_per_token_bf16, PARAMS, _M.downloads, _G.encoder_only, _G.uncertain, _M.relation,
+                _M.is_test_repo, FAMILY_DOWNLOADS)  # TrendRow's fields, in order
 # date(): "YYYY-MM-DD" text from SQLite, a date from PostgreSQL
-_COLUMN_COLUMNS = (sa.func.date(_M.created_at), _G.attention_kind, _G.is_hybrid, _G.group_size,
-                   _G.kv_bytes_per_token_bf16, _M.num_parameters, _M.downloads)
+_COLUMN_COLUMNS = (sa.func.date(_M.created_at), *_ROW_COLUMNS[4:])
 
 
 def _trend_rows_query(population: Population, columns=_ROW_COLUMNS) -> sa.Select:
@@ -98,14 +127,21 @@ def _trend_rows_query(population: Population, columns=_ROW_COLUMNS) -> sa.Select
         sa.select(*columns)
         .select_from(HubModel.__table__)
         .join(GeometryRow.__table__, g.revision_id == m.current_revision_id)
+        .outerjoin(DerivativeStats.__table__, _D.model_id == m.id)
         .where(m.created_at.is_not(None))
     )
     if population.min_downloads:
         query = query.where(m.downloads >= population.min_downloads)
     if population.author is not None:
-        query = query.where(m.author == population.author)
+        query = query.where(m.author_key == population.author.lower())  # any case, as on the Hub
     if population.model_type is not None:
         query = query.where(g.model_type == population.model_type)
+    if population.lineage == "originals":
+        query = query.where(m.relation == "original", m.is_test_repo.is_(sa.false()))
+    elif population.lineage == "derivatives":
+        query = query.where(m.relation.in_(DERIVED_RELATIONS))
+    if population.params_floor:
+        query = query.where(PARAMS >= population.params_floor)
     return query
 
 
@@ -115,23 +151,32 @@ def load_trend_rows(conn: Connection | Session, population: Population = Populat
     return [TrendRow(*row) for row in result]
 
 
-def load_trend_columns(conn: Connection | Session, population: Population = Population()) -> TrendColumns:
+def load_trend_columns(conn: Connection | Session, population: Population = Population(lineage="all")) -> TrendColumns:
     """The population's dated models as columns, read without building a Python object per
     model (the refresh reads every model)."""
     rows = conn.execute(_trend_rows_query(population, _COLUMN_COLUMNS)).all()
     if not rows:
         return TrendColumns.from_values(days=[], kinds=[], hybrids=[], group_sizes=[], kv=[], num_parameters=[],
                                         downloads=[])
-    days, kinds, hybrids, group_sizes, kv, params, downloads = zip(*rows)
-    return TrendColumns.from_values(days=day_ordinals(days), kinds=kinds, hybrids=hybrids, group_sizes=group_sizes, kv=kv,
-                                    num_parameters=params, downloads=downloads)
+    (days, kinds, hybrids, group_sizes, kv, params, downloads, encoder, uncertain, relations, tests,
+     family) = zip(*rows)
+    return TrendColumns.from_values(days=day_ordinals(days), kinds=kinds, hybrids=hybrids, group_sizes=group_sizes,
+                                    kv=kv, num_parameters=params, downloads=downloads, family_downloads=family,
+                                    relations=relations, test_repos=tests, encoder_only=encoder,
+                                    uncertain=uncertain)
+
+
+_STACK_COLUMNS = {"attention": "stack_attention", "hybrid": "stack_hybrid", "attention-free": "stack_free"}
 
 
 def _to_record(point: TrendPoint, population_key: str, computed_at: datetime) -> dict:
     return {
         "period_kind": point.period, "population": population_key, "weighting": point.weighting,
         "period_start": point.period_start, "count": point.count, "weight_total": point.weight_total,
-        **{f"share_{kind.lower()}": point.shares[kind] for kind in KIND_BUCKETS},
+        **{f"share_{kind.lower()}": point.shares[kind] for kind in ATTENTION_KINDS},
+        "attn_count": point.attn_count,
+        **{_STACK_COLUMNS[stack]: point.stack_shares[stack] for stack in STACKS},
+        "weight_unknown": point.weight_unknown, "encoder_only": point.encoder_only, "uncertain": point.uncertain,
         "g_count": point.g_count, "g_p25": point.g_p25, "g_median": point.g_median, "g_p75": point.g_p75,
         "share_g_over_16": point.share_g_over_16, "kv_count": point.kv_count, "kv_median": point.kv_median,
         "kv_by_size": {cls: {"count": s.count, "kv_median": s.kv_median} for cls, s in point.kv_by_size.items()},
@@ -144,7 +189,10 @@ def _from_record(row: sa.Row) -> TrendPoint:
     return TrendPoint(
         period=row.period_kind, period_start=row.period_start, weighting=row.weighting, count=row.count,
         weight_total=row.weight_total,
-        shares={kind: getattr(row, f"share_{kind.lower()}") for kind in KIND_BUCKETS},
+        shares={kind: getattr(row, f"share_{kind.lower()}") for kind in ATTENTION_KINDS},
+        attn_count=row.attn_count,
+        stack_shares={stack: getattr(row, _STACK_COLUMNS[stack]) for stack in STACKS},
+        weight_unknown=row.weight_unknown, encoder_only=row.encoder_only, uncertain=row.uncertain,
         g_count=row.g_count, g_p25=row.g_p25, g_median=row.g_median, g_p75=row.g_p75,
         share_g_over_16=row.share_g_over_16, kv_count=row.kv_count, kv_median=row.kv_median,
         kv_by_size={
@@ -155,25 +203,57 @@ def _from_record(row: sa.Row) -> TrendPoint:
 
 
 def refresh_trends(engine: Engine) -> RefreshReport:
-    """Recompute every standard series (all periods x thresholds x weightings) and replace the
-    stored points in one transaction; readers keep seeing the old points until it commits."""
+    """Recompute the derivative counts and every standard series (lineages x thresholds x
+    periods x weightings) and replace the stored rows in one transaction; readers keep seeing
+    the old ones until it commits."""
     started = time.perf_counter()
     computed_at = utcnow()  # taken before reading, so a write during the refresh marks it stale
-    with engine.connect() as conn:
+    with session_scope(engine) as session:  # short: only derivative rows are read
+        refresh_derivative_stats(session, computed_at)
+    with engine.connect() as conn:  # the long part holds no write lock
         columns = load_trend_columns(conn)
     records = []
-    for threshold in STANDARD_THRESHOLDS:
-        population = Population(min_downloads=threshold)
-        subset = columns if not threshold else columns.take(np.flatnonzero(columns.downloads >= threshold))
-        for period in PERIODS:
-            for points in trend_series(subset, period, WEIGHTINGS).values():
-                records.extend(_to_record(p, population.key, computed_at) for p in points)
+    for lineage in POPULATIONS:
+        in_lineage = columns.take(np.flatnonzero(population_mask(columns, lineage, Population(lineage).params_floor)))
+        for threshold in STANDARD_THRESHOLDS:
+            population = Population(lineage, min_downloads=threshold)
+            subset = in_lineage if not threshold else in_lineage.take(
+                np.flatnonzero(in_lineage.downloads >= threshold))  # NaN (unknown) is not >= anything
+            for period in PERIODS:
+                for points in trend_series(subset, period, WEIGHTINGS).values():
+                    records.extend(_to_record(p, population.key, computed_at) for p in points)
     table = TrendPointRow.__table__
     with session_scope(engine) as session:
         session.execute(sa.delete(table))
         if records:
             session.execute(sa.insert(table), records)
     return RefreshReport(models=len(columns), points=len(records), seconds=time.perf_counter() - started)
+
+
+def refresh_derivative_stats(session: Session, computed_at: datetime) -> int:
+    """Rewrite ``derivative_stats``: per base model, its derivatives by relation and their
+    summed downloads. Returns the number of base models with derivatives."""
+    stats: dict[str, dict] = {}
+    rows = session.execute(sa.select(_M.base_models, _M.relation, _M.downloads)
+                           .where(_M.relation.in_(DERIVED_RELATIONS), _M.base_models.is_not(None)))
+    for bases, relation, downloads in rows:
+        for base in set(bases or ()):
+            if not isinstance(base, str):
+                continue
+            entry = stats.setdefault(base, {"model_id": base, **dict.fromkeys(DERIVED_RELATIONS, 0),
+                                            "downloads": 0, "downloads_unknown": 0, "computed_at": computed_at})
+            entry[relation] += 1
+            if downloads is None:
+                entry["downloads_unknown"] += 1
+            else:
+                entry["downloads"] += downloads
+    known = set(session.execute(sa.select(_M.id).where(_M.id.in_(list(stats)))).scalars()) if stats else set()
+    table = DerivativeStats.__table__
+    session.execute(sa.delete(table))
+    records = [entry for base, entry in stats.items() if base in known]  # bases we hold a record of
+    if records:
+        session.execute(sa.insert(table), records)
+    return len(records)
 
 
 def trends_stale(engine: Engine) -> bool:
@@ -193,6 +273,12 @@ def trends_stale(engine: Engine) -> bool:
 def ensure_trends(engine: Engine) -> RefreshReport | None:
     """Refresh the precomputed series if the store changed since they were written."""
     return refresh_trends(engine) if trends_stale(engine) else None
+
+
+def choose_period(session: Session, population: Population) -> str:
+    """The default period of a population's charts (``core.trends.default_period``)."""
+    months = read_trends(session, population, "month", "count").points
+    return default_period([p.count for p in months])
 
 
 def read_trends(
@@ -236,7 +322,10 @@ def _stored_series(session: Session, key: str, period: str, weighting: str) -> t
     where = (t.period_kind == period, t.population == key, t.weighting == weighting)
     computed_at = session.execute(sa.select(t.computed_at).where(*where).limit(1)).scalar()
     if computed_at is None:
-        return None
+        # A refresh writes every standard series that has a model; one without rows after a
+        # refresh is an empty population, not a series still to compute.
+        refreshed = session.execute(sa.select(t.computed_at).limit(1)).scalar()
+        return None if refreshed is None else (refreshed, [])
     cache_key = (key, period, weighting)
     with _cache_lock:
         cached = _SERIES_CACHE.get(cache_key)
@@ -283,7 +372,7 @@ def plotted_trend_rows(
     if until is not None:
         query = query.where(m.created_at < datetime.combine(until + timedelta(days=1), datetime.min.time(),
                                                             tzinfo=timezone.utc))
-    rows = [TrendRow(*row) for row in session.execute(query.order_by(m.downloads.desc(), m.id).limit(limit))]
+    rows = [TrendRow(*row) for row in session.execute(query.order_by(m.downloads.desc().nulls_last(), m.id).limit(limit))]
     if len(rows) < limit:
         return rows, len(rows)
     total = None

@@ -34,6 +34,7 @@ from observatory.db import read_session
 from observatory.web.api_common import Cursor
 from observatory.web.deps import EngineDep, ReadSessionDep, SettingsDep
 from observatory.web.errors import ERROR_RESPONSES, ApiError, ErrorBody
+from observatory.web.strict_params import StrictQueryRoute
 
 RESPONSES: dict[int | str, dict] = {
     **ERROR_RESPONSES,
@@ -41,7 +42,7 @@ RESPONSES: dict[int | str, dict] = {
     409: {"model": ErrorBody, "description": "Not possible in the current state"},
 }
 
-router = APIRouter(prefix="/api/v1", tags=["alerts"], responses=RESPONSES)
+router = APIRouter(prefix="/api/v1", tags=["alerts"], responses=RESPONSES, route_class=StrictQueryRoute)
 
 _bearer = HTTPBearer(auto_error=False, description="The owner token returned when the subscription was created")
 PublicId = Annotated[str, Path(min_length=4, max_length=40, pattern=r"^[A-Za-z0-9_\-]+$")]

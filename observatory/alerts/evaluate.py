@@ -16,6 +16,7 @@ the next evaluation; resolutions go only to those who want them (``send_resolved
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import quote, urlencode
@@ -44,6 +45,7 @@ from observatory.trend_store import Population, load_trend_rows
 from observatory.core.trends import TrendRow
 
 TREND_KINDS = ("median_g_shift", "kind_share", "g_over_16_share")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -88,7 +90,7 @@ def load_dialect_rows(session: Session) -> list[R.DialectRow]:
         .outerjoin(GeometryRow.__table__, g.revision_id == r.id)
     )
     return [
-        R.DialectRow(model_id=row[0], author=row[1], model_type=row[2], downloads=row[3] or 0,
+        R.DialectRow(model_id=row[0], author=row[1], model_type=row[2], downloads=row[3],
                      attention_kind=row[4], is_hybrid=bool(row[5]), warnings=tuple(row[6] or ()),
                      parse_error=row[7] if row[4] is None else None)
         for row in session.execute(query)
@@ -328,6 +330,18 @@ def _catch_up(session: Session, settings: Settings, now: datetime) -> int:
         if event is not None:
             created += fan_out(session, settings, event, alert.rule_id, now)
     return created
+
+
+def evaluate_at_start(engine: Engine, settings: Settings) -> EvaluationReport | None:
+    """Evaluate once at start-up on whatever the store holds (the bundled snapshot on a fresh
+    install), so the alerts page shows every rule's state before any crawl. One-shot rules take
+    this data in as history; nothing is sent unless a subscriber's rule fires on it. A failure
+    is logged in one line and never stops the site from starting."""
+    try:
+        return evaluate(engine, settings)
+    except Exception as exc:  # noqa: BLE001 - start-up must go on; the next evaluation retries
+        log.warning("alert evaluation at start-up failed: %s: %s", type(exc).__name__, exc)
+        return None
 
 
 def after_crawl(engine: Engine, settings: Settings, run) -> None:

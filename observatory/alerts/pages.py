@@ -95,7 +95,7 @@ def _form_context(values: dict | None = None, errors: list[str] | None = None) -
         "form_errors": errors or [],
         "choices": {
             "kinds": [(k.name, k.title) for k in R.RULE_KINDS.values()],
-            "attention_kinds": list(R.KIND_BUCKETS),
+            "attention_kinds": list(R.SHARE_KEYS),
             "periods": list(R.PERIODS),
         },
     }

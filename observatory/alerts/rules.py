@@ -59,14 +59,19 @@ from typing import Any
 
 from observatory.trend_store import Population
 from observatory.core.trends import (
+    ATTENTION_KINDS,
     G_TIPPING_POINT,
-    KIND_BUCKETS,
+    ORIGINALS_MIN_PARAMS,
     PERIODS,
+    POPULATIONS,
+    SHARE_KEYS,
+    THIN_N,
     WEIGHTINGS,
     TrendPoint,
     TrendRow,
+    attention_stack,
+    describe_kind,
     group_by_period,
-    kind_bucket,
     points_from_groups,
 )
 from observatory.web.chart_specs import period_label  # pure: the labels the trend pages show
@@ -127,7 +132,8 @@ class RuleKind:
 
 _PERIOD = Param("period", str, "month", "period length", choices=PERIODS)
 _WEIGHTING = Param("weighting", str, "count", "weigh models by count or by downloads", choices=WEIGHTINGS)
-_MIN_MODELS = Param("min_models", int, 5, "a period is judged only with at least this many models", 1, 100_000)
+_MIN_MODELS = Param("min_models", int, THIN_N, "a period is judged only with at least this many models", THIN_N,
+                    100_000)
 _DIRECTION = Param("direction", str, "above", "fire when the share is above (>=) or below (<=) the threshold",
                    choices=("above", "below"))
 _SHARE_HYSTERESIS = Param("hysteresis", float, 0.02, "resolve only once the share is this far back past the "
@@ -151,9 +157,12 @@ RULE_KINDS: dict[str, RuleKind] = {
         ),
         RuleKind(
             "kind_share", "Share of an attention kind",
-            "The share of one attention kind among the latest period's models crossed a threshold.",
+            "The share of one attention kind (among models with attention layers, hybrids included) or of one "
+            "stack type (hybrid, attention-free; among all models) crossed a threshold between the two latest "
+            "judged periods.",
             (
-                Param("kind", str, "MLA", "attention kind bucket", choices=KIND_BUCKETS),
+                Param("kind", str, "MLA", "attention kind, or stack type hybrid / attention-free",
+                      choices=SHARE_KEYS),
                 _DIRECTION,
                 Param("threshold", float, 0.2, "share between 0 and 1", 0.0, 1.0),
                 _SHARE_HYSTERESIS, _PERIOD, _WEIGHTING, _MIN_MODELS,
@@ -162,7 +171,7 @@ RULE_KINDS: dict[str, RuleKind] = {
         ),
         RuleKind(
             "g_over_16_share", f"Share with G > {G_TIPPING_POINT}",
-            f"The share of the latest period's models with G > {G_TIPPING_POINT} crossed a threshold.",
+            f"The share of models with G > {G_TIPPING_POINT} crossed a threshold between the two latest judged periods.",
             (
                 _DIRECTION,
                 Param("threshold", float, 0.1, "share between 0 and 1", 0.0, 1.0),
@@ -208,9 +217,18 @@ _NAME = re.compile(NAME_PATTERN)
 def make_population(data: dict | None) -> Population:
     data = dict(data or {})
     errors = []
-    unknown = sorted(set(data) - {"min_downloads", "author", "model_type"})
+    unknown = sorted(set(data) - {"lineage", "min_params", "min_downloads", "author", "model_type"})
     if unknown:
         errors.append(f"population: unknown field(s) {', '.join(unknown)}")
+    lineage = data.get("lineage") or "originals"
+    if lineage not in POPULATIONS:
+        errors.append(f"population.lineage must be one of {', '.join(POPULATIONS)}")
+        lineage = "originals"
+    min_params = data.get("min_params")
+    if min_params is not None and (isinstance(min_params, bool) or not isinstance(min_params, (int, float))
+                                   or not 0 <= min_params <= 1e15):
+        errors.append("population.min_params must be a number >= 0")
+        min_params = None
     min_downloads = data.get("min_downloads") or 0
     if isinstance(min_downloads, bool) or not isinstance(min_downloads, int) or not 0 <= min_downloads <= 10**12:
         errors.append("population.min_downloads must be a whole number >= 0")
@@ -227,11 +245,12 @@ def make_population(data: dict | None) -> Population:
             names[key] = value
     if errors:
         raise RuleError(errors)
-    return Population(min_downloads=min_downloads, **names)
+    return Population(lineage, min_params=min_params, min_downloads=min_downloads, **names)
 
 
 def population_dict(population: Population) -> dict:
-    return {"min_downloads": population.min_downloads, "author": population.author,
+    return {"lineage": population.lineage, "min_params": population.min_params,
+            "min_downloads": population.min_downloads, "author": population.author,
             "model_type": population.model_type}
 
 
@@ -273,7 +292,7 @@ class RuleSpec:
         else:
             text = {"all": "New attention kind or unknown dialect", "kinds": "New attention kind",
                     "dialects": "Unknown attention dialect"}[p["watch"]]
-        return text + ("" if self.population.key == "all" else f" [{self.population.key}]")
+        return text + ("" if self.population.key == "originals" else f" [{self.population.key}]")
 
 
 def make_rule(kind: str, params: dict | None = None, population: dict | Population | None = None) -> RuleSpec:
@@ -352,7 +371,7 @@ def model_brief(row: TrendRow) -> dict:
         "id": row.model_id,
         "author": row.author,
         "model_type": row.model_type,
-        "kind": kind_bucket(row.attention_kind, row.is_hybrid),
+        "kind": describe_kind(row.attention_kind, row.is_hybrid),
         "group_size": row.group_size,
         "downloads": row.downloads,
         "created_at": _iso(row.created_at),
@@ -364,17 +383,36 @@ def _listed(rows: Iterable[TrendRow]) -> tuple[list[dict], int]:
     return [model_brief(r) for r in rows[:MAX_MODELS_LISTED]], max(0, len(rows) - MAX_MODELS_LISTED)
 
 
+def _past(value: float, threshold: float, direction: str) -> bool:
+    return value >= threshold if direction == "above" else value <= threshold
+
+
 def _band(value: float, threshold: float, hysteresis: float, direction: str) -> str:
     if direction == "above":
         return "fire" if value >= threshold else "clear" if value < threshold - hysteresis else "hold"
     return "fire" if value <= threshold else "clear" if value > threshold + hysteresis else "hold"
 
 
+# The newest judged period must be one of the last this many periods with any model: a rule
+# never reports on a month long past just because the recent ones are thin.
+FRESH_PERIODS = 2
+
+
+def _eligible(point: TrendPoint, min_models: int, has_value) -> bool:
+    return point.count >= max(min_models, THIN_N) and has_value(point)
+
+
 def _latest_qualifying(points: Sequence[TrendPoint], min_models: int, has_value) -> int | None:
-    for i in range(len(points) - 1, -1, -1):
-        if points[i].count >= min_models and has_value(points[i]):
+    """The newest eligible period, if it is fresh (see FRESH_PERIODS); thin periods never qualify."""
+    recent = [i for i in range(len(points)) if points[i].count][-FRESH_PERIODS:]
+    for i in reversed(recent):
+        if _eligible(points[i], min_models, has_value):
             return i
     return None
+
+
+def _previous_eligible(points: Sequence[TrendPoint], i: int, min_models: int, has_value) -> int | None:
+    return next((j for j in range(i - 1, -1, -1) if _eligible(points[j], min_models, has_value)), None)
 
 
 def evaluate_trend_rule(spec: RuleSpec, rows: Sequence[TrendRow]) -> RuleResult:
@@ -386,8 +424,11 @@ def evaluate_trend_rule(spec: RuleSpec, rows: Sequence[TrendRow]) -> RuleResult:
         return _median_shift(spec, points, groups)
     if spec.kind == "kind_share":
         kind = p["kind"]
-        return _share_rule(spec, points, groups, lambda pt: pt.shares[kind],
-                           lambda r: kind_bucket(r.attention_kind, r.is_hybrid) == kind, f"share of {kind}")
+        if kind in ATTENTION_KINDS:
+            return _share_rule(spec, points, groups, lambda pt: pt.shares[kind],
+                               lambda r: r.attention_kind == kind, f"share of {kind}")
+        return _share_rule(spec, points, groups, lambda pt: pt.stack_shares[kind],
+                           lambda r: attention_stack(r.attention_kind, r.is_hybrid) == kind, f"share of {kind} models")
     if spec.kind == "g_over_16_share":
         return _share_rule(spec, points, groups, lambda pt: pt.share_g_over_16,
                            lambda r: r.group_size is not None and r.group_size > G_TIPPING_POINT,
@@ -407,7 +448,7 @@ def _median_shift(spec: RuleSpec, points: list[TrendPoint], groups: dict) -> Rul
     # The reference: the period right before (a gap is never bridged), or the qualifying ones
     # among the baseline_periods before.
     wanted = 1 if p["compare"] == "previous" else p["baseline_periods"]
-    window = [pt for pt in points[max(0, i - wanted):i] if pt.count >= p["min_models"] and pt.g_median is not None]
+    window = [pt for pt in points[max(0, i - wanted):i] if _eligible(pt, p["min_models"], lambda q: q.g_median is not None)]
     if not window:
         return RuleResult([], judged=False)
     current = points[i]
@@ -440,18 +481,25 @@ def _median_shift(spec: RuleSpec, points: list[TrendPoint], groups: dict) -> Rul
 
 
 def _share_rule(spec, points, groups, value_of, selects, name: str) -> RuleResult:
+    """Fires on a crossing only: the latest judged period past the threshold while the previous
+    judged period was on the other side. Staying past it holds (a firing alert stays firing, no
+    new alert starts); coming back past the hysteresis band clears."""
     p = spec.params
-    i = _latest_qualifying(points, p["min_models"], lambda pt: value_of(pt) is not None)
+    has_value = lambda pt: value_of(pt) is not None  # noqa: E731
+    i = _latest_qualifying(points, p["min_models"], has_value)
     if i is None:
         return RuleResult([], judged=False)
     current = points[i]
     value = value_of(current)
     label = period_label(current.period_start, p["period"])
-    previous = next((pt for pt in reversed(points[:i]) if pt.count and value_of(pt) is not None), None)
+    j = _previous_eligible(points, i, p["min_models"], has_value)
+    previous = points[j] if j is not None else None
     state = _band(value, p["threshold"], p["hysteresis"], p["direction"])
+    if state == "fire" and (previous is None or _past(value_of(previous), p["threshold"], p["direction"])):
+        state = "hold"  # no crossing: it was already past the threshold (or nothing to compare with)
     rows = groups.get(current.period_start, [])
     chosen = [r for r in rows if selects(r)] if p["direction"] == "above" else [r for r in rows if not selects(r)]
-    chosen.sort(key=lambda r: (-r.downloads, r.model_id))
+    chosen.sort(key=lambda r: (-(r.downloads or 0), r.model_id))
     models, more = _listed(chosen)
     sign = ">=" if p["direction"] == "above" else "<="
     before = value_of(previous) if previous else None
@@ -475,7 +523,7 @@ def _share_rule(spec, points, groups, value_of, selects, name: str) -> RuleResul
 def _signature(rows: Iterable[TrendRow], watch: str) -> set:
     out = set()
     for r in rows:
-        kind = kind_bucket(r.attention_kind, r.is_hybrid)
+        kind = describe_kind(r.attention_kind, r.is_hybrid)
         out.add(kind if watch == "kind" else r.group_size if watch == "group_size" else (kind, r.group_size))
     return out
 
@@ -524,7 +572,7 @@ def evaluate_release_rule(spec: RuleSpec, rows: Sequence[TrendRow]) -> RuleResul
 
 
 def _describe(row: TrendRow) -> str:
-    kind = kind_bucket(row.attention_kind, row.is_hybrid)
+    kind = describe_kind(row.attention_kind, row.is_hybrid)
     return f"{kind}, G={row.group_size:g}" if row.group_size is not None else kind
 
 
@@ -535,7 +583,7 @@ class DialectRow:
     model_id: str
     author: str | None
     model_type: str | None
-    downloads: int
+    downloads: int | None  # None: unknown
     attention_kind: str | None  # None when the config failed to parse
     is_hybrid: bool
     warnings: tuple[str, ...]
@@ -561,7 +609,7 @@ def evaluate_dialect_rule(spec: RuleSpec, rows: Sequence[DialectRow]) -> RuleRes
     by_label: dict[tuple, list[DialectRow]] = defaultdict(list)
     for r in sorted(rows, key=lambda r: r.model_id):
         if watch in ("all", "kinds") and r.attention_kind is not None:
-            by_label[("kind", kind_bucket(r.attention_kind, r.is_hybrid))].append(r)
+            by_label[("kind", describe_kind(r.attention_kind, r.is_hybrid))].append(r)
         if watch in ("all", "dialects"):
             for name in unknown_layer_types(r.warnings):
                 by_label[("layer_type", name)].append(r)
@@ -594,6 +642,6 @@ def evaluate_dialect_rule(spec: RuleSpec, rows: Sequence[DialectRow]) -> RuleRes
 def population_filter(population: Population, rows: Iterable[DialectRow]) -> list[DialectRow]:
     """The population's dialect rows (a config that failed to parse has no model type to match)."""
     return [r for r in rows
-            if r.downloads >= population.min_downloads
+            if (not population.min_downloads or (r.downloads or 0) >= population.min_downloads)
             and (population.author is None or r.author == population.author)
             and (population.model_type is None or r.model_type == population.model_type)]

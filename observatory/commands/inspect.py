@@ -66,6 +66,7 @@ def inspection(geom: Geometry, dtype: str) -> dict[str, Any]:
     report["kv_cache_elements_per_token"] = report.pop("kv_elements_per_token")
     report["dtype"] = dtype
     report["kv_cache_bytes_per_token"] = bytes_per_token(geom, dtype)
+    report["cross_kv_cache_bytes_per_source_token"] = geom.cross_kv_elements_per_source_token * DTYPE_BYTES[dtype]
     report["mha_counterfactual_bytes_per_token"] = bytes_per_token(counter, dtype)
     report["saving_ratio"] = saving_ratio(geom)
     report["kv_at_context"] = {
@@ -85,28 +86,62 @@ def summary(geom: Geometry, dtype: str, label: str) -> str:
         group = "n/a (MLA)" if geom.group_size is None else f"{geom.group_size:g}"
         hybrid = ", hybrid" if geom.is_hybrid else ""
         lines += [
-            f"  attention      {geom.attention_kind}{hybrid}: H={geom.num_query_heads}, K={geom.num_kv_heads},"
-            f" G={group}, d={geom.head_dim}" + (f", d_v={geom.v_head_dim}" if geom.v_head_dim != geom.head_dim else ""),
-            f"  layers         {geom.num_layers}, of which {geom.kv_layers} hold a KV cache",
-            f"  window         {_window(geom)}",
+            f"  attention      {geom.attention_kind}{hybrid}: H={geom.num_query_heads}, K={_kv_heads(geom)},"
+            f" G={group}, d={_head_dim(geom)}"
+            + (f", d_v={geom.v_head_dim}" if geom.v_head_dim != geom.head_dim else ""),
+            f"  layers         {_layers(geom)}",
         ]
-        if geom.mla is not None:
-            mla = geom.mla
-            lines.append(f"  MLA latent     {mla.kv_lora_rank} + {mla.qk_rope_head_dim} ="
-                         f" {mla.latent_elements_per_layer} elements per layer (q_lora_rank {mla.q_lora_rank})")
-        counter = mha_counterfactual(geom)
-        lines += [
-            f"  KV per token   {geom.kv_elements_per_token:,} elements = {bytes_per_token(geom, dtype):,} bytes"
-            f" ({dtype}); MHA would be {bytes_per_token(counter, dtype):,} bytes",
-            f"  KV cache, batch 1, {dtype}:",
-            f"    {'context':>8} {'cache':>12} {'MHA (K=H)':>12} {'saving':>8}",
-        ]
-        for name, tokens in CONTEXTS.items():
-            actual, mha = cache_bytes(geom, tokens, 1, dtype), cache_bytes(counter, tokens, 1, dtype)
-            lines.append(f"    {name:>8} {_size(actual):>12} {_size(mha):>12} {mha / actual:>7.1f}x")
+        if geom.encoder_only:
+            lines.append("  KV cache       none: an encoder-only model reads its input at once and never decodes")
+        else:
+            lines += _cache_lines(geom, dtype)
+    if geom.uncertain:
+        lines.append("  uncertain      yes: a guess was made that can overstate the figures (see warnings)")
     lines.append("  warnings       " + ("none" if not geom.warnings else f"{len(geom.warnings)}"))
     lines += [f"    - {w}" for w in geom.warnings]
     return "\n".join(lines)
+
+
+def _cache_lines(geom: Geometry, dtype: str) -> list[str]:
+    lines = [f"  window         {_window(geom)}"]
+    if geom.mla is not None:
+        mla = geom.mla
+        lines.append(f"  MLA latent     {mla.kv_lora_rank} + {mla.qk_rope_head_dim} ="
+                     f" {mla.latent_elements_per_layer} elements per layer (q_lora_rank {mla.q_lora_rank})")
+    counter = mha_counterfactual(geom)
+    per = " per generated token" if geom.is_encoder_decoder else ""
+    lines.append(f"  KV per token   {geom.kv_elements_per_token:,} elements = {bytes_per_token(geom, dtype):,} bytes"
+                 f" ({dtype}){per}; MHA would be {bytes_per_token(counter, dtype):,} bytes")
+    if geom.is_encoder_decoder:
+        cross = geom.cross_kv_elements_per_source_token
+        lines.append(f"  cross-attn     {cross:,} elements = {cross * DTYPE_BYTES[dtype]:,} bytes per source (encoder)"
+                     " token, held for the whole generation")
+    lines += [f"  KV cache, batch 1, {dtype}:", f"    {'context':>8} {'cache':>12} {'MHA (K=H)':>12} {'saving':>8}"]
+    for name, tokens in CONTEXTS.items():
+        actual, mha = cache_bytes(geom, tokens, 1, dtype), cache_bytes(counter, tokens, 1, dtype)
+        saving = f"{mha / actual:>7.1f}x" if actual else f"{'—':>8}"
+        lines.append(f"    {name:>8} {_size(actual):>12} {_size(mha):>12} {saving}")
+    return lines
+
+
+def _layers(geom: Geometry) -> str:
+    if geom.encoder_only:
+        return f"{geom.num_layers} encoder layers, none of which holds a KV cache"
+    stack = f"{geom.num_layers} decoder (encoder: {geom.encoder_layers if geom.encoder_layers is not None else '—'})" \
+        if geom.is_encoder_decoder else f"{geom.num_layers}"
+    shared = geom.layer_kinds.count("shared")
+    reuse = f" ({shared} reuse an earlier layer's K/V)" if shared else ""
+    return f"{stack}, of which {geom.kv_layers} hold a KV cache{reuse}"
+
+
+def _kv_heads(geom: Geometry) -> str:
+    others = sorted({k for k in geom.kv_heads_per_layer or ()} - {geom.num_kv_heads})
+    return f"{geom.num_kv_heads}" + (f" ({'/'.join(map(str, others))} on some layers)" if others else "")
+
+
+def _head_dim(geom: Geometry) -> str:
+    others = sorted({d for d in geom.head_dims_per_layer or ()} - {geom.head_dim})
+    return f"{geom.head_dim}" + (f" ({'/'.join(map(str, others))} on full-attention layers)" if others else "")
 
 
 def _window(geom: Geometry) -> str:

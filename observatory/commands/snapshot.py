@@ -63,7 +63,8 @@ def list_command(path: Path | None, as_json: bool) -> None:
         raise click.ClickException(str(exc)) from None
     rows = []
     for entry in entries:
-        geom, error = derive(entry.raw_text)
+        derived = derive(entry.raw_text)
+        geom, error = derived.geometry, derived.error
         rows.append(
             {
                 "id": entry.id,

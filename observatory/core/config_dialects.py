@@ -25,12 +25,26 @@ KV_HEAD_KEYS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "n_kv_heads"
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_transformer_layers")
 WIDTH_KEYS = ("hidden_size", "n_embd", "n_embed", "d_model", "model_dim", "dim")
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length")
+HEAD_DIM_KEYS = ("head_dim", "d_kv")  # T5 spells the per-head width d_kv
+
+# Flat encoder-decoder configs (T5, BART, Whisper, Marian, NLLB) describe both stacks at the top
+# level; the decoder is the one that caches per generated token. num_hidden_layers there is the
+# encoder's depth (BART's attribute map), so it is never read for the decoder.
+DECODER_LAYER_KEYS = ("decoder_layers", "num_decoder_layers")
+DECODER_HEAD_KEYS = ("decoder_attention_heads", "num_heads")
+DECODER_CONTEXT_KEYS = ("max_target_positions", "n_positions", "max_position_embeddings")
+ENCODER_LAYER_KEYS = ("encoder_layers", "num_layers", "num_hidden_layers")
 # Per-layer schedules whose length is the layer count when no layer key is given (NemotronH).
 LAYER_LIST_KEYS = ("layer_types", "layers_block_type", "block_types", "hybrid_override_pattern", "attn_type_list")
 
-# Where multimodal wrappers keep the language model, in order of preference. vision_config,
-# audio_config, eva_config and qformer_config are never read: they describe encoders.
-NESTED_SECTIONS = ("text_config", "llm_config", "language_config", "thinker_config.text_config", "decoder")
+# Where wrappers keep the language model: any object-valued key (or one level below one, as in
+# thinker_config.text_config) is a candidate unless a word of its name says it is an encoder or
+# a projector. Names with a language-model word are preferred, then "decoder", then any other.
+ENCODER_SECTION_WORDS = frozenset({
+    "vision", "visual", "image", "audio", "speech", "encoder", "vit", "qformer", "eva", "projector",
+    "perceiver", "connector", "mm", "siglip", "clip", "sam", "resampler", "tower", "quantization", "rope"})
+LM_SECTION_WORDS = frozenset({"text", "llm", "language", "lm", "thinker"})
+MAX_SECTION_DEPTH = 2
 
 MAX_COUNT = 1 << 20  # heads, layers and widths of real models are far below this
 MAX_TOKENS = 1 << 40  # windows and context lengths
@@ -51,27 +65,56 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma3_text": {"hidden_size": 2304, "num_attention_heads": 8, "num_hidden_layers": 26,
                     "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096},
     "phi3": {"hidden_size": 3072, "num_attention_heads": 32, "num_hidden_layers": 32},
+    "gemma3n_text": {"hidden_size": 2048, "num_attention_heads": 8, "num_hidden_layers": 35,
+                     "num_key_value_heads": 2, "head_dim": 256, "sliding_window": 512, "num_kv_shared_layers": 15},
+    "gemma4_text": {"hidden_size": 2304, "num_attention_heads": 8, "num_hidden_layers": 30, "num_key_value_heads": 4,
+                    "head_dim": 256, "sliding_window": 512, "num_kv_shared_layers": 0, "global_head_dim": 512},
 }
+
+# Families whose transformers configuration class switches a declared sliding_window off unless
+# use_sliding_window is true (Qwen2Config: use_sliding_window=False by default).
+SLIDING_WINDOW_OFF_BY_DEFAULT = frozenset({
+    "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text",
+    "qwen2_5_omni_text", "qwen2_5_omni_thinker", "qwen2_5_omni_talker", "smollm3", "deepseek_ocr2_text",
+    "iquestcoder"})
+
+# Encoder-only families: they never decode, so they hold no KV cache (unless a config sets is_decoder).
+ENCODER_ONLY_MODEL_TYPES = frozenset({
+    "bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "distilbert", "albert", "electra",
+    "deberta", "deberta-v2", "mpnet", "modernbert", "nomic_bert", "megatron-bert", "mobilebert", "squeezebert",
+    "convbert", "xlm", "flaubert", "ernie", "ernie_m", "rembert", "roformer", "funnel", "longformer", "big_bird",
+    "luke", "layoutlm", "layoutlmv2", "layoutlmv3", "markuplm", "lilt", "xmod", "data2vec-text", "ibert",
+    "canine", "esm", "nystromformer", "yoso", "mra", "splinter", "bros", "neobert", "eurobert", "jina_bert"})
+ENCODER_ONLY_ARCH_SUFFIXES = ("ForMaskedLM",)  # with no causal-LM or generation head next to it
+DECODER_ARCH_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
+
+# Flat encoder-decoder families (is_encoder_decoder is also honoured when a config sets it).
+ENCODER_DECODER_MODEL_TYPES = frozenset({
+    "t5", "mt5", "umt5", "longt5", "switch_transformers", "bart", "mbart", "marian", "m2m_100", "nllb-moe",
+    "pegasus", "pegasus_x", "blenderbot", "blenderbot-small", "plbart", "fsmt", "led", "bigbird_pegasus",
+    "whisper", "speech_to_text", "mvp", "prophetnet", "xlm-prophetnet"})
 
 ATTENTION_FREE_MODEL_TYPES = frozenset(
     {"rwkv", "rwkv5", "rwkv6", "rwkv7", "mamba", "mamba2", "falcon_mamba", "xlstm"})
 ATTENTION_FREE_ARCH_PREFIXES = ("Rwkv", "RWKV", "Mamba", "Mamba2", "FalconMamba", "xLSTM")
 
-# Layer kinds. Only the first three hold a per-token KV cache.
+# Layer kinds. Only the first three hold a per-token KV cache. "shared" layers attend over the KV
+# of an earlier layer (Gemma-3n/4 num_kv_shared_layers) and store none; "encoder" layers never decode.
 KV_KINDS = ("full", "sliding", "chunked")
 STATE_KINDS = frozenset({"linear", "conv", "mamba", "recurrent", "other"})  # mixers with fixed-size state
 LAYER_KIND_NAMES = {
     "full_attention": "full", "attention": "full", "full": "full", "global": "full",
     "global_attention": "full", "*": "full", "G": "full",
     "hybrid": "full",  # Zamba2: a Mamba layer plus the shared attention block, which caches K/V
+    "indexed_attention": "full",  # DSA: full K/V plus an indexer cache (noted separately)
     "sliding_attention": "sliding", "sliding": "sliding", "local": "sliding", "local_attention": "sliding",
-    "swa": "sliding", "L": "sliding",
+    "swa": "sliding", "L": "sliding", "hybrid_sliding": "sliding", "reference_sliding_attention": "sliding",
     "chunked_attention": "chunked",
     "linear_attention": "linear", "lightning_attention": "linear", "linear": "linear",
     "conv": "conv", "short_conv": "conv",
     "mamba": "mamba", "mamba2": "mamba", "ssm": "mamba", "M": "mamba",
     "recurrent": "recurrent", "rwkv": "recurrent",
-    "mlp": "mlp", "moe": "mlp", "ffn": "mlp", "-": "mlp", "E": "mlp",
+    "mlp": "mlp", "moe": "mlp", "ffn": "mlp", "-": "mlp", "E": "mlp", "dummy": "mlp",
     "cross_attention": "cross",
 }
 
@@ -139,6 +182,7 @@ class Section:
         # Defaults apply only to nested sections: top-level config.json files are saved in full.
         self.defaults = FAMILY_DEFAULTS.get(self.family or "", {}) if prefix else {}
         self.defaulted: list[str] = []
+        self.uncertain: list[str] = []  # why a figure may overstate (an unknown layer type, a guess)
 
     def path(self, key: str) -> str:
         return self.prefix + key
@@ -149,8 +193,12 @@ class Section:
     def raw(self, key: str) -> Any:
         return self.data.get(key)
 
-    def lookup(self, keys: tuple[str, ...]) -> tuple[str, Any] | None:
-        """(path, value) of the first non-null spelling; a family default if none; else None."""
+    def lookup(self, keys: tuple[str, ...], *, null_is_default: bool = True) -> tuple[str, Any] | None:
+        """(path, value) of the first non-null spelling; a family default if none; else None.
+
+        An explicit null means what an omitted key means (the family default), with a warning,
+        unless ``null_is_default`` is false (windows: null there switches the window off).
+        """
         found = [(k, self.data[k]) for k in keys if self.data.get(k) is not None]
         if found:
             key, value = found[0]
@@ -160,11 +208,16 @@ class Section:
                         f"{self.path(other)}={show(other_value)} disagrees with {self.path(key)}={show(value)};"
                         f" using {self.path(key)}")
             return self.path(key), value
-        if any(k in self.data for k in keys):  # an explicit null was kept on purpose: no default
+        nulls = [k for k in keys if k in self.data]
+        if nulls and not null_is_default:
             return None
         for key in keys:
             if key in self.defaults:
-                self.defaulted.append(f"{key}={self.defaults[key]}")
+                if nulls:
+                    self.warnings.append(f"{self.path(nulls[0])} is null; using the {self.family} default"
+                                         f" {key}={self.defaults[key]}")
+                else:
+                    self.defaulted.append(f"{key}={self.defaults[key]}")
                 return f"default:{self.family}.{key}", self.defaults[key]
         return None
 
@@ -192,7 +245,7 @@ class Section:
 
     def window(self, field: str, key: str) -> int | None:
         """A window or chunk size; null, false, 0 and negatives mean "none"."""
-        item = self.lookup((key,))
+        item = self.lookup((key,), null_is_default=False)
         if item is None:
             return None
         path, value = item
@@ -225,31 +278,55 @@ class Section:
 
 
 def select_section(cfg: dict, warnings: list[str], sources: dict[str, str]) -> Section:
-    """Find the language model's settings: a nested text section if it has heads, else the top level."""
-    nested = [(p, get_path(cfg, p)) for p in NESTED_SECTIONS]
-    nested = [(p, sub) for p, sub in nested if isinstance(sub, dict)]
+    """Find the language model's settings: a nested language-model section if it has heads, else the
+    top level, else any other nested section with heads, else one that names a known family or a depth."""
+    nested = _nested_sections(cfg)
     top = Section(cfg, "", warnings, sources)
-    for prefix, sub in nested:
-        if Section(sub, prefix, [], {}).has(HEAD_KEYS):
-            return Section(sub, prefix + ".", warnings, sources)
-    if top.has(HEAD_KEYS):
+    heads = HEAD_KEYS + DECODER_HEAD_KEYS
+    with_heads = [(rank, path, sub) for rank, path, sub in nested if Section(sub, path, [], {}).has(heads)]
+    for rank, path, sub in with_heads:
+        if rank < 2:
+            return Section(sub, path + ".", warnings, sources)
+    if top.has(heads):
         return top
-    for prefix, sub in nested:
-        if sub.get("model_type") in FAMILY_DEFAULTS or Section(sub, prefix, [], {}).has(LAYER_KEYS):
-            return Section(sub, prefix + ".", warnings, sources)
+    for _, path, sub in with_heads:
+        return Section(sub, path + ".", warnings, sources)
+    for _, path, sub in nested:
+        if sub.get("model_type") in FAMILY_DEFAULTS or Section(sub, path, [], {}).has(LAYER_KEYS):
+            return Section(sub, path + ".", warnings, sources)
     return top
 
 
-def layer_kind(name: Any, path: str, warnings: list[str]) -> str:
+def _nested_sections(cfg: dict) -> list[tuple[int, str, dict]]:
+    """(rank, dotted path, section) of every object that may hold a language model, best first."""
+    found: list[tuple[int, int, int, str, dict]] = []
+
+    def visit(node: dict, prefix: str, depth: int) -> None:
+        for key, value in node.items():
+            if not isinstance(value, dict) or not isinstance(key, str):
+                continue
+            words = set(key.lower().replace("-", "_").split("_"))
+            if words & ENCODER_SECTION_WORDS:
+                continue
+            rank = 0 if words & LM_SECTION_WORDS else 1 if "decoder" in words else 2
+            found.append((rank, depth, len(found), prefix + key, value))
+            if depth < MAX_SECTION_DEPTH:
+                visit(value, prefix + key + ".", depth + 1)
+
+    visit(cfg, "", 1)
+    return [(rank, path, sub) for rank, _, _, path, sub in sorted(found, key=lambda f: f[:3])]
+
+
+def layer_kind(name: Any, path: str, sec: Section) -> str:
+    """A per-layer schedule entry as a layer kind. An unknown entry never lowers the estimate: it is
+    counted as a full KV layer (an upper bound) and the geometry is marked uncertain."""
     if isinstance(name, str) and name in LAYER_KIND_NAMES:
         return LAYER_KIND_NAMES[name]
     if isinstance(name, str) and name.strip().lower() in LAYER_KIND_NAMES:
         return LAYER_KIND_NAMES[name.strip().lower()]
-    if isinstance(name, str) and "attention" in name.lower() and "linear" not in name.lower():
-        warnings.append(f"{path}: unknown layer type {show(name)} counted as full attention")
-        return "full"
-    warnings.append(f"{path}: unknown layer type {show(name)} counted as holding no KV cache")
-    return "other"
+    sec.warnings.append(f"{path}: unknown layer type {show(name)} counted as a full KV layer (upper bound)")
+    sec.uncertain.append(f"{path}={show(name)}")
+    return "full"
 
 
 def fit_to_layers(kinds: list[Any], n_layers: int, path: str, warnings: list[str]) -> list[Any]:
@@ -268,11 +345,11 @@ def explicit_schedule(sec: Section, n_layers: int) -> tuple[list[str], str] | No
     for key in ("layer_types", "layers_block_type", "block_types", "attention_layers"):
         value = sec.raw(key)
         if isinstance(value, list) and value:
-            kinds = [layer_kind(v, f"{sec.path(key)}[{i}]", w) for i, v in enumerate(value)]
+            kinds = [layer_kind(v, f"{sec.path(key)}[{i}]", sec) for i, v in enumerate(value)]
             return fit_to_layers(kinds, n_layers, sec.path(key), w), sec.path(key)
     pattern = sec.raw("hybrid_override_pattern")  # NemotronH: M = Mamba, * = attention, - = MLP, E = MoE
     if isinstance(pattern, str) and pattern:
-        kinds = [layer_kind(c, f"{sec.path('hybrid_override_pattern')}[{i}]", w) for i, c in enumerate(pattern)]
+        kinds = [layer_kind(c, f"{sec.path('hybrid_override_pattern')}[{i}]", sec) for i, c in enumerate(pattern)]
         return fit_to_layers(kinds, n_layers, sec.path("hybrid_override_pattern"), w), sec.path(
             "hybrid_override_pattern")
     types = sec.raw("attn_type_list")  # MiniMax: 1 = softmax attention, 0 = lightning (linear) attention
@@ -353,6 +430,16 @@ def kv_heads(sec: Section, h: int) -> int | list[int]:
     if multi_query:
         src["num_kv_heads"] = sec.path("multi_query")
         return 1
+    head_type = sec.raw("attention_head_type")  # the original santacoder (model_type gpt2, remote code)
+    if head_type is not None:
+        src["num_kv_heads"] = sec.path("attention_head_type")
+        if head_type == "multiquery":
+            return 1
+        if head_type != "multihead":
+            warn(f"{sec.path('attention_head_type')}={show(head_type)} is not multiquery or multihead;"
+                 " K = H assumed (an upper bound)")
+            sec.uncertain.append(sec.path("attention_head_type"))
+        return h
     present = [key for key in KV_HEAD_KEYS if key in sec.data]
     src["num_kv_heads"] = "default:K=H" + (f" ({sec.path(present[0])} is null)" if present else "")
     return h

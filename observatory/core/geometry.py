@@ -68,11 +68,21 @@ from observatory.core.config_dialects import (
     ATTENTION_FREE_ARCH_PREFIXES,
     ATTENTION_FREE_MODEL_TYPES,
     CONTEXT_KEYS,
+    DECODER_ARCH_SUFFIXES,
+    DECODER_CONTEXT_KEYS,
+    DECODER_HEAD_KEYS,
+    DECODER_LAYER_KEYS,
+    ENCODER_DECODER_MODEL_TYPES,
+    ENCODER_LAYER_KEYS,
+    ENCODER_ONLY_ARCH_SUFFIXES,
+    ENCODER_ONLY_MODEL_TYPES,
+    HEAD_DIM_KEYS,
     HEAD_KEYS,
     KV_KINDS,
     LAYER_KEYS,
     LAYER_LIST_KEYS,
     MAX_TOKENS,
+    SLIDING_WINDOW_OFF_BY_DEFAULT,
     STATE_KINDS,
     WIDTH_KEYS,
     ConfigError,
@@ -82,6 +92,7 @@ from observatory.core.config_dialects import (
     explicit_schedule,
     extra_cache_notes,
     fit_to_layers,
+    get_path,
     kv_heads,
     select_section,
     show,
@@ -93,7 +104,7 @@ __all__ = ["PARSER_VERSION", "ConfigError", "GeometryError", "Geometry", "MLAGeo
            "parse_config_text", "parse_geometry"]
 
 # Bump when a rule changes what a config derives to; stored geometries with a lower version are re-derived.
-PARSER_VERSION = 1
+PARSER_VERSION = 2
 
 MAX_CONFIG_CHARS = 4_000_000  # real config.json files are a few KB
 
@@ -139,11 +150,21 @@ class Geometry:
     mla: MLAGeometry | None
     kv_elements_per_token: int  # full context, all KV layers (elements, not bytes)
     layer_kinds: tuple[str, ...]  # per layer: full, sliding, chunked, cross, linear, conv, mamba, ...
-    kv_heads_per_layer: tuple[int, ...] | None = None  # only when the config gives a per-layer list
+    kv_heads_per_layer: tuple[int, ...] | None = None  # when K differs per layer (a list, Gemma-4 globals)
     query_heads_per_layer: tuple[int, ...] | None = None
     max_position_embeddings: int | None = None
     sources: Mapping[str, str] = field(default_factory=dict, hash=False)
     warnings: tuple[str, ...] = ()
+    # q/k (= v) head dim of each layer, when a family declares per-layer dims (Gemma-4 global_head_dim)
+    head_dims_per_layer: tuple[int, ...] | None = None
+    encoder_only: bool = False  # BERT-style: never decodes, so kv_layers and the cache are 0
+    # T5/BART/Whisper/...: the KV figures are the decoder's self-attention per generated token;
+    # cross-attention caches K/V of every source (encoder) token in every decoder layer, counted here.
+    is_encoder_decoder: bool = False
+    cross_kv_elements_per_source_token: int = 0
+    encoder_layers: int | None = None
+    # True when a figure may overstate: an unknown layer type counted as a full KV layer, or a guess.
+    uncertain: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
@@ -171,7 +192,10 @@ class Geometry:
                 out.append(self.mla.latent_elements_per_layer)
             else:
                 k = self.kv_heads_per_layer[i] if self.kv_heads_per_layer else self.num_kv_heads
-                out.append(k * (self.head_dim + (self.v_head_dim or self.head_dim)))
+                if self.head_dims_per_layer:
+                    out.append(k * 2 * self.head_dims_per_layer[i])
+                else:
+                    out.append(k * (self.head_dim + (self.v_head_dim or self.head_dim)))
         object.__setattr__(self, "_layer_kv_elements", tuple(out))
         return self._layer_kv_elements
 
@@ -233,48 +257,64 @@ def parse_geometry(cfg: dict) -> Geometry:
     sec = select_section(cfg, warnings, sources)
     model_type = _model_type(cfg, sec)
     architectures = _architectures(cfg, sec)
-    n_layers = _layer_count(sec)
+    stack = _stack(cfg, sec, model_type, architectures)
+    # BART-style keys (decoder_layers, decoder_attention_heads) wherever the decoder is spelled that way;
+    # a nested decoder section written in the plain spelling (T5Gemma, Llama-style) keeps the plain keys.
+    flat_encdec = stack == "encoder-decoder" and sec.has(DECODER_LAYER_KEYS + DECODER_HEAD_KEYS)
+    n_layers = _decoder_layer_count(sec) if flat_encdec else _layer_count(sec)
     hidden = sec.count("hidden_size", WIDTH_KEYS)
-    max_pos = _context_length(sec)
+    max_pos = _context_length(sec, DECODER_CONTEXT_KEYS if flat_encdec else CONTEXT_KEYS)
     base = dict(model_type=model_type, architectures=architectures, num_layers=n_layers,
-                hidden_size=hidden, max_position_embeddings=max_pos, sources=sources)
+                hidden_size=hidden, max_position_embeddings=max_pos, sources=sources,
+                encoder_only=stack == "encoder-only", is_encoder_decoder=stack == "encoder-decoder",
+                encoder_layers=_encoder_layer_count(cfg, sec, flat_encdec) if stack == "encoder-decoder" else None)
 
     free = _attention_free_kind(model_type, sec.family, architectures)
     if free is not None:
         sec.note_defaults()
-        return _no_attention(base, (free,) * n_layers, warnings)
+        return _no_attention(base, (free,) * n_layers, warnings, sec)
 
-    schedule = explicit_schedule(sec, n_layers)
-    kinds, explicit = (schedule[0], schedule[1]) if schedule else (["full"] * n_layers, None)
+    if stack == "encoder-only":
+        kinds, explicit = ["encoder"] * n_layers, None
+    else:
+        schedule = explicit_schedule(sec, n_layers)
+        kinds, explicit = (schedule[0], schedule[1]) if schedule else (["full"] * n_layers, None)
     if explicit:
         sources["layer_kinds"] = explicit
     _mark_cross_attention(sec, kinds)
     window, chunk = _windows(sec, kinds, explicit, model_type, max_pos)
+    _mark_kv_shared(sec, kinds)
     kv_layers = sum(kind in KV_KINDS for kind in kinds)
-    if kv_layers == 0:
+    if kv_layers == 0 and stack != "encoder-only":
         warnings.append("no layer holds a per-token KV cache")
         sec.note_defaults()
-        return _no_attention(base, tuple(kinds), warnings)
+        return _no_attention(base, tuple(kinds), warnings, sec)
 
-    heads = sec.counts("num_query_heads", HEAD_KEYS)
+    heads = sec.counts("num_query_heads", DECODER_HEAD_KEYS if flat_encdec else HEAD_KEYS)
     if heads is None:
-        raise GeometryError(f"no attention head count (looked for {', '.join(HEAD_KEYS)})")
+        looked = DECODER_HEAD_KEYS if flat_encdec else HEAD_KEYS
+        raise GeometryError(f"no {'decoder ' if flat_encdec else ''}attention head count"
+                            f" (looked for {', '.join(looked)})")
     q_per_layer = _per_layer(sec, heads, "num_query_heads", "num_attention_heads_per_layer", n_layers)
     h = heads if isinstance(heads, int) else max(q_per_layer)
     kv = kv_heads(sec, h)
     k_per_layer = _per_layer(sec, kv, "num_kv_heads", "num_key_value_heads_per_layer", n_layers)
     k = kv if isinstance(kv, int) else max(k_per_layer)
+    k_per_layer = _global_kv_heads(sec, kinds, k, k_per_layer)
     _check_groups(sec, kinds, h, k, q_per_layer, k_per_layer, mla=sec.raw("kv_lora_rank") is not None)
 
     mla = _mla(sec, h, hidden)
+    dims_per_layer = None
     if mla is not None:
         head_dim, v_head_dim, kind, group = _mla_head_dims(sec, mla, h, hidden), mla.v_head_dim, "MLA", None
     else:
         head_dim = _head_dim(sec, h, hidden, varying_heads=q_per_layer is not None and isinstance(heads, list))
         v_head_dim = sec.count("v_head_dim", ("v_head_dim",)) or head_dim
+        dims_per_layer = _global_head_dims(sec, kinds, head_dim)
         kind = "MHA" if k == h else "MQA" if k == 1 else "GQA"
         group = h / k
-    extra_cache_notes(sec, kv_layers)
+    if stack != "encoder-only":
+        extra_cache_notes(sec, kv_layers)
     sec.note_defaults()
 
     geom = Geometry(
@@ -283,8 +323,13 @@ def parse_geometry(cfg: dict) -> Geometry:
         kv_layers=kv_layers, sliding_window=window, sliding_layers=kinds.count("sliding"),
         chunked="chunked" in kinds, chunk_size=chunk, mla=mla, kv_elements_per_token=0,
         layer_kinds=tuple(kinds), kv_heads_per_layer=_tuple(k_per_layer),
-        query_heads_per_layer=_tuple(q_per_layer), warnings=tuple(warnings))
-    return replace(geom, kv_elements_per_token=sum(geom.layer_kv_elements()))
+        query_heads_per_layer=_tuple(q_per_layer), head_dims_per_layer=_tuple(dims_per_layer),
+        warnings=tuple(warnings), uncertain=bool(sec.uncertain))
+    per_token = sum(geom.layer_kv_elements())
+    # Cross-attention keeps K and V of every source token in every decoder layer, at the decoder's
+    # KV heads and head dim: per source token, the same elements a generated token adds.
+    cross = per_token if stack == "encoder-decoder" else 0
+    return replace(geom, kv_elements_per_token=per_token, cross_kv_elements_per_source_token=cross)
 
 
 def _json_type(value: Any) -> str:
@@ -323,9 +368,95 @@ def _layer_count(sec: Section) -> int:
     raise GeometryError(f"no layer count (looked for {', '.join(LAYER_KEYS)} and per-layer lists)")
 
 
-def _context_length(sec: Section) -> int | None:
+def _decoder_layer_count(sec: Section) -> int:
+    """Decoder depth of a flat encoder-decoder config; T5 without num_decoder_layers mirrors num_layers."""
+    n = sec.count("num_layers", DECODER_LAYER_KEYS)
+    if n is not None:
+        return n
+    if sec.raw("num_layers") is not None:
+        n = sec.count("num_layers", ("num_layers",))
+        sec.sources["num_layers"] = f"default:num_decoder_layers={sec.path('num_layers')}"
+        return n
+    raise GeometryError(f"no decoder layer count (looked for {', '.join(DECODER_LAYER_KEYS)} and num_layers)")
+
+
+def _encoder_layer_count(cfg: dict, sec: Section, flat: bool) -> int | None:
+    """Encoder depth, for the record: from a sibling "encoder" section of a nested decoder, else from
+    the decoder's own section when it spells both stacks (T5, BART, Whisper)."""
+    sibling = get_path(cfg, "encoder") if sec.prefix else None
+    if isinstance(sibling, dict):
+        node, prefix, keys = sibling, "encoder.", LAYER_KEYS
+    elif flat:
+        node, prefix, keys = sec.data, sec.prefix, ENCODER_LAYER_KEYS
+    else:
+        return None
+    enc = Section(node, prefix, sec.warnings, {})
+    n = enc.count("encoder_layers", keys)
+    if n is not None:
+        sec.sources["encoder_layers"] = enc.sources["encoder_layers"]
+    return n
+
+
+def _stack(cfg: dict, sec: Section, model_type: str | None, architectures: tuple[str, ...]) -> str:
+    """"decoder", "encoder-decoder" (decoder self-attention caches per token) or "encoder-only"."""
+    types = {t.lower() for t in (model_type, sec.family) if t}
+    flagged = [p for p, node in (("is_encoder_decoder", cfg), (sec.path("is_encoder_decoder"), sec.data))
+               if node.get("is_encoder_decoder") is True]
+    if flagged or types & ENCODER_DECODER_MODEL_TYPES:
+        if sec.prefix or sec.has(DECODER_LAYER_KEYS + DECODER_HEAD_KEYS):
+            sec.sources["is_encoder_decoder"] = flagged[0] if flagged else f"model_type={model_type}"
+            return "encoder-decoder"
+    if sec.flag("is_decoder") is True:
+        return "decoder"
+    if types & ENCODER_ONLY_MODEL_TYPES:
+        sec.sources["encoder_only"] = f"model_type={next(iter(sorted(types & ENCODER_ONLY_MODEL_TYPES)))}"
+        return "encoder-only"
+    masked = [a for a in architectures if a.endswith(ENCODER_ONLY_ARCH_SUFFIXES)]
+    if masked and not any(a.endswith(DECODER_ARCH_SUFFIXES) for a in architectures):
+        sec.sources["encoder_only"] = f"architectures={masked[0]}"
+        return "encoder-only"
+    return "decoder"
+
+
+def _mark_kv_shared(sec: Section, kinds: list[str]) -> None:
+    """Gemma-3n/4: the last num_kv_shared_layers layers reuse earlier layers' K/V and store none."""
+    if sec.raw("num_kv_shared_layers") is None and "num_kv_shared_layers" not in sec.defaults:
+        return
+    shared = sec.count("num_kv_shared_layers", ("num_kv_shared_layers",), lo=0)
+    if not shared:
+        return
+    if shared > len(kinds):
+        raise GeometryError(f"{sec.sources['num_kv_shared_layers']}={shared} exceeds the {len(kinds)} layers")
+    for i in range(len(kinds) - shared, len(kinds)):
+        if kinds[i] in KV_KINDS:
+            kinds[i] = "shared"
+
+
+def _global_kv_heads(sec: Section, kinds: list[str], k: int, k_per_layer: list[int] | None) -> list[int] | None:
+    """Gemma-4: with attention_k_eq_v, full layers use num_global_key_value_heads (as transformers does)."""
+    if sec.raw("num_global_key_value_heads") is None:
+        return k_per_layer
+    if sec.flag("attention_k_eq_v") is not True:
+        sec.sources["num_global_key_value_heads"] = "ignored: attention_k_eq_v is not true"
+        return k_per_layer
+    k_full = sec.count("num_kv_heads_full_layers", ("num_global_key_value_heads",))
+    base = k_per_layer or [k] * len(kinds)
+    return [k_full if kind == "full" else base[i] for i, kind in enumerate(kinds)]
+
+
+def _global_head_dims(sec: Section, kinds: list[str], head_dim: int) -> list[int] | None:
+    """Gemma-4: full-attention layers use global_head_dim, the others head_dim."""
+    if sec.raw("global_head_dim") is None and "global_head_dim" not in sec.defaults:
+        return None
+    global_dim = sec.count("head_dim_full_layers", ("global_head_dim",))
+    if global_dim is None or global_dim == head_dim:
+        return None
+    return [global_dim if kind == "full" else head_dim for kind in kinds]
+
+
+def _context_length(sec: Section, keys: tuple[str, ...]) -> int | None:
     try:
-        return sec.count("max_position_embeddings", CONTEXT_KEYS, hi=MAX_TOKENS)
+        return sec.count("max_position_embeddings", keys, hi=MAX_TOKENS)
     except GeometryError as exc:  # the context length only qualifies windows; not worth failing over
         sec.warnings.append(f"{exc}; context length ignored")
         sec.sources.pop("max_position_embeddings", None)
@@ -339,11 +470,11 @@ def _attention_free_kind(model_type: str | None, family: str | None, architectur
     return None
 
 
-def _no_attention(base: dict, kinds: tuple[str, ...], warnings: list[str]) -> Geometry:
+def _no_attention(base: dict, kinds: tuple[str, ...], warnings: list[str], sec: Section) -> Geometry:
     return Geometry(**base, attention_kind="none", is_hybrid=False, num_query_heads=None, num_kv_heads=None,
                     group_size=None, head_dim=None, v_head_dim=None, kv_layers=0, sliding_window=None,
                     sliding_layers=0, chunked=False, chunk_size=None, mla=None, kv_elements_per_token=0,
-                    layer_kinds=kinds, warnings=tuple(warnings))
+                    layer_kinds=kinds, warnings=tuple(warnings), uncertain=bool(sec.uncertain))
 
 
 def _mark_cross_attention(sec: Section, kinds: list[str]) -> None:
@@ -370,8 +501,12 @@ def _windows(sec: Section, kinds: list[str], explicit: str | None, model_type: s
         # GPT-Neo's local layers use window_size; GPT-J's early files carry a window_size
         # too but attend globally, so the key counts only for gpt_neo.
         window = sec.window("sliding_window", "window_size")
-    if window is not None and sec.flag("use_sliding_window") is False:
-        warn(f"{sec.path('sliding_window')}={window} is inert (use_sliding_window is false)")
+    switch = sec.flag("use_sliding_window")
+    family = sec.family or model_type or ""
+    if window is not None and (switch is False or (switch is None and family in SLIDING_WINDOW_OFF_BY_DEFAULT)):
+        why = "use_sliding_window is false" if switch is False else (
+            f"no use_sliding_window, which {family} defaults to false")
+        warn(f"{sec.path('sliding_window')}={window} is inert ({why})")
         sec.sources.pop("sliding_window", None)
         window = None
     if window is not None and explicit is None:
@@ -474,7 +609,7 @@ def _mla_head_dims(sec: Section, mla: MLAGeometry, h: int, hidden: int | None) -
 
 
 def _head_dim(sec: Section, h: int, hidden: int | None, *, varying_heads: bool) -> int:
-    head_dim = sec.count("head_dim", ("head_dim",))
+    head_dim = sec.count("head_dim", HEAD_DIM_KEYS)
     channels = sec.raw("kv_channels")
     if head_dim is not None:
         if channels is not None and channels != head_dim:

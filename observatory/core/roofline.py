@@ -25,10 +25,16 @@ step, every weight once per step) and does a few FLOPs per byte. The estimate is
 with no published matrix throughput (Apple silicon, a CPU measured by its copy bandwidth) is
 treated as memory-bound. The token-rate ceiling is ``batch / time``: for attention alone it is
 what attention would allow if nothing else ran.
+
+Memory: ``cache_fits`` says the KV cache alone fits; ``fits`` says the weights *and* the cache
+fit (None when the parameter count is unknown, so it cannot be judged). ``devices`` spreads one
+model over that many identical devices with ideal tensor parallelism (memory and bandwidth add
+up); ``devices_for_weights`` is the fewest that hold the weights at all.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 from typing import Iterable, Protocol
 
@@ -81,7 +87,9 @@ class DecodeEstimate:
     compute_s: float
     time_s: float
     tokens_per_s: float
-    fits: bool | None  # cache (+ weights) within device memory; None when memory is unknown
+    devices: int  # identical devices the step is spread over (ideal tensor parallelism)
+    cache_fits: bool | None  # the KV cache alone within the devices' memory; None when memory is unknown
+    fits: bool | None  # weights and cache together; None when memory or the parameter count is unknown
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -109,11 +117,13 @@ def attention_flops(geom: Geometry, context: int, batch: int = 1) -> float:
 def decode_estimate(geom: Geometry, machine: Machine, context: int, batch: int = 1, kv_dtype: str = "bf16", *,
                     params: float | None = None, active_params: float | None = None,
                     weight_dtype: str = "bf16", per_call_s: float = DEFAULT_PER_CALL_S,
-                    efficiency: float = 1.0) -> DecodeEstimate:
+                    efficiency: float = 1.0, devices: int = 1) -> DecodeEstimate:
     """Roofline of one decode step: attention alone, or the whole step when ``params`` is given.
 
     ``active_params`` (MoE) sets the FLOPs; all ``params`` are read and must fit in memory.
     """
+    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+        raise ValueError(f"devices must be a whole number >= 1, got {devices!r}")
     if not 0 < efficiency <= 1:
         raise ValueError(f"efficiency must be in (0, 1], got {efficiency}")
     if per_call_s < 0:
@@ -125,9 +135,10 @@ def decode_estimate(geom: Geometry, machine: Machine, context: int, batch: int =
     weights = int(params * dtype_bytes(weight_dtype)) if params else 0
     weight_flops = 2.0 * (active_params or params or 0) * batch
     total_bytes, total_flops = kv + weights, attn + weight_flops
-    memory_s = total_bytes / (machine.bandwidth_bytes_per_s * efficiency)
+    memory_s = total_bytes / (machine.bandwidth_bytes_per_s * efficiency * devices)
     peak = machine.peak_flops(_compute_dtype(kv_dtype))
-    compute_s = total_flops / peak if peak else 0.0
+    compute_s = total_flops / (peak * devices) if peak else 0.0
+    memory = None if machine.memory_bytes is None else machine.memory_bytes * devices
     calls = geom.kv_layers
     time_s = calls * per_call_s + max(memory_s, compute_s)
     return DecodeEstimate(
@@ -136,7 +147,16 @@ def decode_estimate(geom: Geometry, machine: Machine, context: int, batch: int =
         intensity=total_flops / total_bytes if total_bytes else 0.0,
         bound="compute" if compute_s > memory_s else "memory", calls=calls, memory_s=memory_s,
         compute_s=compute_s, time_s=time_s, tokens_per_s=batch / time_s if time_s else float("inf"),
-        fits=None if machine.memory_bytes is None else total_bytes <= machine.memory_bytes)
+        devices=devices, cache_fits=None if memory is None else kv <= memory,
+        fits=None if memory is None or not params else total_bytes <= memory)
+
+
+def devices_for_weights(machine: Machine, params: float | None, weight_dtype: str = "bf16") -> int | None:
+    """The fewest identical devices whose memory holds the weights (nothing else); None when
+    the parameter count or the device's memory is unknown."""
+    if not params or not machine.memory_bytes:
+        return None
+    return max(1, math.ceil(params * dtype_bytes(weight_dtype) / machine.memory_bytes))
 
 
 def _compute_dtype(kv_dtype: str) -> str:

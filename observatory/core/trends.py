@@ -2,22 +2,32 @@
 
 Definitions (the methodology page quotes these):
 
-- **Population** is whatever rows the caller passes in; a model is counted in the period that
-  contains its ``created_at`` (UTC). Rows without ``created_at`` are skipped: they have no period.
+- **Population** is whatever rows the caller passes in, narrowed by ``population_mask`` /
+  ``in_population`` to a lineage population: ``originals`` (relation original, not a test
+  repo, at least ``min_params`` parameters, known or estimated; 1e9 by default), ``derivatives``
+  (finetunes, quantizations, adapters, merges) or ``all``. A model is counted in the period
+  that contains its ``created_at`` (UTC). Rows without ``created_at`` are skipped: they have no
+  period. Periods between the first and the last one that hold no model are returned with
+  ``count == 0`` and every statistic ``None``, so a chart shows a gap rather than joining across it.
+- **Who is counted.** Encoder-only models (BERT and kin) never decode: they are counted apart
+  (``encoder_only``) and in no statistic. Geometries marked ``uncertain`` (an unknown layer type
+  counted as a full KV layer) are counted apart too (``uncertain``). ``count`` is the rest: the
+  decoders a point's statistics describe. A point with ``count < THIN_N`` is **thin**: pages
+  draw it hollow and leave it out of headline numbers, and alert rules never judge it.
 - **Periods** start on the 1st of the month (``month``), the Monday of the ISO week (``week``)
-  or the 1st of January/April/July/October (``quarter``). Periods between the first and the
-  last one that hold no model are returned with ``count == 0`` and every statistic ``None``, so
-  a chart shows a gap rather than joining across it.
-- **Weighting.** ``count``: every model weighs 1. ``downloads``: a model weighs its Hub
-  download count (the 30-day figure at the last refresh, not the downloads it had in that
-  period); models with 0 downloads weigh nothing, and a statistic whose weights sum to 0 is
-  ``None``.
-- **Kind buckets** partition the models, so the six shares sum to 1:
-  ``none`` if the model has no attention layers at all (pure SSM/RNN); otherwise ``hybrid`` if
-  its attention layers are mixed with non-attention layers (linear attention, Mamba, ...);
-  otherwise its attention kind ``MHA``, ``MQA``, ``GQA`` or ``MLA``. A hybrid is therefore never
-  counted as GQA in the shares, but its attention layers still have a group size, so it does
-  count in the G statistics and in the KV statistics (its cache holds only attention layers).
+  or the 1st of January/April/July/October (``quarter``).
+- **Weighting.** ``count``: every model weighs 1. ``downloads``: a model weighs its Hub download
+  count (the 30-day figure at the last refresh, not the downloads it had in that period).
+  ``family_downloads``: a model weighs its own downloads plus those of every repository that
+  names it as a base (its finetunes, quantizations, adapters and merges): the ecosystem's vote.
+  A model whose weight is unknown (no download count: snapshot entries) weighs nothing and is
+  counted in ``weight_unknown``; a statistic whose weights sum to 0 is ``None``.
+- **Attention kind and stack type are two questions.** ``shares`` gives the attention kind of
+  the attention layers (MHA, MQA, GQA, MLA) among models that have attention layers, hybrids
+  included (a hybrid whose attention layers use GQA counts as GQA); ``attn_count`` is that
+  denominator. ``stack_shares`` gives the stack type among all counted models: ``attention``
+  (every mixing layer attends), ``hybrid`` (attention mixed with linear attention, Mamba,
+  convolution, ...) or ``attention-free`` (no layer attends: pure SSM/RNN).
 - **G** = query heads / KV heads, defined for MHA (1), MQA (H) and GQA; MLA and attention-free
   models have none and are left out of the G statistics. ``share_g_over_16`` is the weighted
   share of models *with a G* whose G is strictly greater than 16.
@@ -29,9 +39,11 @@ Definitions (the methodology page quotes these):
 - **KV bytes per token** is the bf16 cache of one token over all KV layers (``kvcache``),
   taken over the models that keep a per-token cache (attention-free models, 0 bytes, are left
   out, as they are of G); ``kv_by_size`` gives its median per parameter-size class, classes by
-  total parameters:
+  total parameters (disclosed, else estimated from the config):
   ``<3B`` [0, 3e9), ``3-15B`` [3e9, 15e9), ``15-80B`` [15e9, 80e9), ``>80B`` [80e9, inf),
   ``unknown`` when the count is not known.
+- **Default period**: the finest of month and quarter whose median period (empty ones
+  included, from the first to the last) holds at least ``THIN_N`` models; else quarter.
 """
 
 from __future__ import annotations
@@ -45,10 +57,19 @@ from datetime import date, datetime, timedelta
 import numpy as np
 
 PERIODS = ("month", "week", "quarter")
-WEIGHTINGS = ("count", "downloads")
-KIND_BUCKETS = ("MHA", "MQA", "GQA", "MLA", "hybrid", "none")
+WEIGHTINGS = ("count", "downloads", "family_downloads")
+ATTENTION_KINDS = ("MHA", "MQA", "GQA", "MLA")
+STACKS = ("attention", "hybrid", "attention-free")
+# What an alert rule may watch the share of: an attention kind, or a stack type.
+SHARE_KEYS = (*ATTENTION_KINDS, "hybrid", "attention-free")
 SIZE_CLASSES = ("<3B", "3-15B", "15-80B", ">80B", "unknown")
 G_TIPPING_POINT = 16
+THIN_N = 5  # fewer models than this in a period: drawn hollow, never headlined or alerted on
+
+POPULATIONS = ("originals", "all", "derivatives")
+RELATIONS = ("original", "finetune", "quantized", "adapter", "merge")
+DERIVED_RELATIONS = RELATIONS[1:]
+ORIGINALS_MIN_PARAMS = 1_000_000_000
 
 _SIZE_BOUNDS = ((3e9, "<3B"), (15e9, "3-15B"), (80e9, "15-80B"))
 
@@ -65,8 +86,13 @@ class TrendRow:
     is_hybrid: bool
     group_size: float | None
     kv_bytes_per_token: int | None
-    num_parameters: int | None
-    downloads: int
+    num_parameters: int | None  # disclosed, else estimated from the config; None: unknown
+    downloads: int | None  # None: unknown
+    encoder_only: bool = False
+    uncertain: bool = False
+    relation: str | None = None  # RELATIONS; None: unknown
+    is_test_repo: bool = False
+    family_downloads: int | None = None  # own downloads + those of every repo naming it as a base
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,15 +103,15 @@ class SizeClassStat:
 
 @dataclass(frozen=True)
 class TrendPoint:
-    """The aggregate of one period. ``count`` is always the number of models; ``weight_total``
-    is the sum of weights (equal to ``count`` when weighting by count)."""
+    """The aggregate of one period. ``count`` is the number of models the statistics describe
+    (decoders with a trusted geometry); ``weight_total`` the sum of their weights."""
 
     period: str
     period_start: date
     weighting: str
     count: int
     weight_total: float
-    shares: dict[str, float | None]
+    shares: dict[str, float | None]  # attention kind among models with attention layers
     g_count: int
     g_p25: float | None
     g_median: float | None
@@ -94,15 +120,28 @@ class TrendPoint:
     kv_count: int
     kv_median: float | None
     kv_by_size: dict[str, SizeClassStat] = field(default_factory=dict)
+    attn_count: int = 0  # models with attention layers: the denominator of ``shares``
+    stack_shares: dict[str, float | None] = field(default_factory=dict)
+    weight_unknown: int = 0  # counted models whose weight is unknown (left out of weighted statistics)
+    encoder_only: int = 0  # encoder-only models of the period, counted apart
+    uncertain: int = 0  # uncertain geometries of the period, counted apart
+
+    @property
+    def thin(self) -> bool:
+        return self.count < THIN_N
 
 
-def kind_bucket(attention_kind: str, is_hybrid: bool) -> str:
-    """The one share bucket a model counts in (see the module docstring)."""
-    if attention_kind == "none":
-        return "none"
-    if is_hybrid:
-        return "hybrid"
-    return attention_kind if attention_kind in KIND_BUCKETS else "none"
+def attention_stack(attention_kind: str, is_hybrid: bool) -> str:
+    """The stack type of a model (see the module docstring)."""
+    if attention_kind not in ATTENTION_KINDS:
+        return "attention-free"
+    return "hybrid" if is_hybrid else "attention"
+
+
+def describe_kind(attention_kind: str, is_hybrid: bool) -> str:
+    """One label for a person: "GQA", "GQA hybrid" or "attention-free"."""
+    stack = attention_stack(attention_kind, is_hybrid)
+    return stack if stack == "attention-free" else attention_kind + (" hybrid" if stack == "hybrid" else "")
 
 
 def size_class(num_parameters: int | None) -> str:
@@ -112,6 +151,17 @@ def size_class(num_parameters: int | None) -> str:
         if num_parameters < bound:
             return name
     return ">80B"
+
+
+def in_population(row: TrendRow, lineage: str, min_params: float | None) -> bool:
+    """Whether a row belongs to a lineage population (see the module docstring)."""
+    if lineage == "originals" and (row.relation != "original" or row.is_test_repo):
+        return False
+    if lineage == "derivatives" and row.relation not in DERIVED_RELATIONS:
+        return False
+    if min_params:
+        return row.num_parameters is not None and row.num_parameters >= min_params
+    return True
 
 
 def period_start(when: datetime | date, period: str) -> date:
@@ -165,17 +215,32 @@ def weighted_quantiles(pairs: Sequence[tuple[float, float]], qs: Sequence[float]
     return _quantiles(np.asarray(values, dtype=float), np.asarray(weights, dtype=float), qs)
 
 
+def _floats(values: Sequence[float | None]) -> np.ndarray:
+    return np.asarray([np.nan if v is None else v for v in values], dtype=float).reshape(-1)
+
+
+def _flags(values: Sequence[bool] | None, n: int) -> np.ndarray:
+    return np.zeros(n, dtype=bool) if values is None else np.asarray(values, dtype=bool).reshape(-1)
+
+
 @dataclass(frozen=True)
 class TrendColumns:
     """Dated rows as parallel arrays, the form the aggregation works on (a million models
     aggregate in seconds). Build with ``from_rows`` or, from a query, ``from_values``."""
 
     day: np.ndarray  # int64: proleptic ordinal (date.toordinal) of the UTC creation day
-    bucket: np.ndarray  # int64: index into KIND_BUCKETS
+    attn: np.ndarray  # int64: index into ATTENTION_KINDS; -1 without attention layers
+    stack: np.ndarray  # int64: index into STACKS
     group_size: np.ndarray  # float64: NaN where the model has no G
     kv: np.ndarray  # float64: KV bytes per token; NaN where unknown or no per-token cache
+    params: np.ndarray  # float64: parameters (disclosed, else estimated); NaN where unknown
     size: np.ndarray  # int64: index into SIZE_CLASSES
-    downloads: np.ndarray  # float64, >= 0
+    downloads: np.ndarray  # float64, >= 0; NaN where unknown
+    family_downloads: np.ndarray  # float64, >= 0; NaN where unknown
+    relation: np.ndarray  # int64: index into RELATIONS; -1 where unknown
+    test_repo: np.ndarray  # bool
+    encoder_only: np.ndarray  # bool
+    uncertain: np.ndarray  # bool
 
     def __len__(self) -> int:
         return len(self.day)
@@ -186,23 +251,37 @@ class TrendColumns:
     @classmethod
     def from_values(cls, *, days: Sequence[int], kinds: Sequence[str], hybrids: Sequence[bool],
                     group_sizes: Sequence[float | None], kv: Sequence[int | None],
-                    num_parameters: Sequence[int | None], downloads: Sequence[int]) -> TrendColumns:
+                    num_parameters: Sequence[int | None], downloads: Sequence[int | None],
+                    family_downloads: Sequence[int | None] | None = None,
+                    relations: Sequence[str | None] | None = None, test_repos: Sequence[bool] | None = None,
+                    encoder_only: Sequence[bool] | None = None,
+                    uncertain: Sequence[bool] | None = None) -> TrendColumns:
         """Columns from per-model values (``days`` as ordinals, every model dated)."""
-        kinds_arr = np.asarray(kinds, dtype=object)
-        bucket = np.full(len(kinds_arr), KIND_BUCKETS.index("none"), dtype=np.int64)
-        for i, name in enumerate(KIND_BUCKETS[:4]):  # MHA, MQA, GQA, MLA
-            bucket[kinds_arr == name] = i
-        bucket[np.asarray(hybrids, dtype=bool) & (kinds_arr != "none")] = KIND_BUCKETS.index("hybrid")
-        params = np.asarray([np.nan if p is None else p for p in num_parameters], dtype=float)
+        n = len(kinds)
+        kinds_arr = np.asarray(kinds, dtype=object).reshape(-1)
+        attn = np.full(n, -1, dtype=np.int64)
+        for i, name in enumerate(ATTENTION_KINDS):
+            attn[kinds_arr == name] = i
+        stack = np.where(attn < 0, STACKS.index("attention-free"),
+                         np.where(_flags(hybrids, n), STACKS.index("hybrid"), STACKS.index("attention")))
+        params = _floats(num_parameters)
         size = np.digitize(params, [bound for bound, _ in _SIZE_BOUNDS]).astype(np.int64)
         size[~(params > 0)] = SIZE_CLASSES.index("unknown")  # NaN, 0 or negative
-        kv_arr = np.asarray([np.nan if v is None else v for v in kv], dtype=float)
+        kv_arr = _floats(kv)
         kv_arr[kv_arr <= 0] = np.nan
+        rel = np.full(n, -1, dtype=np.int64)
+        if relations is not None:
+            rel_arr = np.asarray(relations, dtype=object).reshape(-1)
+            for i, name in enumerate(RELATIONS):
+                rel[rel_arr == name] = i
         return cls(
-            day=np.asarray(days, dtype=np.int64).reshape(-1), bucket=bucket,
-            group_size=np.asarray([np.nan if g is None else g for g in group_sizes], dtype=float).reshape(-1),
-            kv=kv_arr.reshape(-1), size=size.reshape(-1),
-            downloads=np.clip(np.asarray(downloads, dtype=float), 0, None).reshape(-1),
+            day=np.asarray(days, dtype=np.int64).reshape(-1), attn=attn, stack=stack.astype(np.int64),
+            group_size=_floats(group_sizes), kv=kv_arr, params=params, size=size,
+            downloads=np.clip(_floats(downloads), 0, None),
+            family_downloads=np.clip(_floats(family_downloads if family_downloads is not None else [None] * n),
+                                     0, None),
+            relation=rel, test_repo=_flags(test_repos, n), encoder_only=_flags(encoder_only, n),
+            uncertain=_flags(uncertain, n),
         )
 
     @classmethod
@@ -213,8 +292,24 @@ class TrendColumns:
             days=[_day(r.created_at).toordinal() for r in dated], kinds=[r.attention_kind for r in dated],
             hybrids=[r.is_hybrid for r in dated], group_sizes=[r.group_size for r in dated],
             kv=[r.kv_bytes_per_token for r in dated], num_parameters=[r.num_parameters for r in dated],
-            downloads=[r.downloads for r in dated],
+            downloads=[r.downloads for r in dated], family_downloads=[r.family_downloads for r in dated],
+            relations=[r.relation for r in dated], test_repos=[r.is_test_repo for r in dated],
+            encoder_only=[r.encoder_only for r in dated], uncertain=[r.uncertain for r in dated],
         )
+
+
+def population_mask(cols: TrendColumns, lineage: str, min_params: float | None) -> np.ndarray:
+    """Which columns' models belong to a lineage population (``in_population`` on arrays)."""
+    if lineage not in POPULATIONS:
+        raise ValueError(f"unknown population {lineage!r}; expected one of {', '.join(POPULATIONS)}")
+    keep = np.ones(len(cols), dtype=bool)
+    if lineage == "originals":
+        keep &= (cols.relation == RELATIONS.index("original")) & ~cols.test_repo
+    elif lineage == "derivatives":
+        keep &= cols.relation >= 1
+    if min_params:
+        keep &= cols.params >= min_params  # NaN compares False: unknown size is not "at least"
+    return keep
 
 
 def _day(when: datetime | date) -> date:
@@ -250,10 +345,27 @@ def _ratio(part: float, whole: float) -> float | None:
     return float(part / whole) if whole > 0 else None
 
 
+def _weights(cols: TrendColumns, weighting: str) -> np.ndarray:
+    """Per-model weights; NaN where the weight is unknown."""
+    if weighting == "downloads":
+        return cols.downloads
+    if weighting == "family_downloads":
+        return cols.family_downloads
+    return np.ones(len(cols))
+
+
 def _aggregate(cols: TrendColumns, period: str, start: date, weighting: str) -> TrendPoint:
-    w = cols.downloads if weighting == "downloads" else np.ones(len(cols))
+    encoder = cols.encoder_only
+    uncertain = cols.uncertain & ~encoder
+    cols = cols.take(np.flatnonzero(~encoder & ~uncertain))
+    raw = _weights(cols, weighting)
+    unknown = np.isnan(raw)
+    w = np.where(unknown, 0.0, raw)
     total = float(w.sum())
-    kind_weight = np.bincount(cols.bucket, weights=w, minlength=len(KIND_BUCKETS))
+    stack_weight = np.bincount(cols.stack, weights=w, minlength=len(STACKS))
+    attends = cols.attn >= 0
+    attn_weight = np.bincount(cols.attn[attends], weights=w[attends], minlength=len(ATTENTION_KINDS))
+    attn_total = float(w[attends].sum())
     has_g = ~np.isnan(cols.group_size)
     g, g_w = cols.group_size[has_g], w[has_g]
     g_p25, g_median, g_p75 = _quantiles(g, g_w, (0.25, 0.5, 0.75))
@@ -270,7 +382,7 @@ def _aggregate(cols: TrendColumns, period: str, start: date, weighting: str) -> 
         weighting=weighting,
         count=len(cols),
         weight_total=total,
-        shares={kind: _ratio(kind_weight[i], total) for i, kind in enumerate(KIND_BUCKETS)},
+        shares={kind: _ratio(attn_weight[i], attn_total) for i, kind in enumerate(ATTENTION_KINDS)},
         g_count=len(g),
         g_p25=g_p25,
         g_median=g_median,
@@ -279,15 +391,21 @@ def _aggregate(cols: TrendColumns, period: str, start: date, weighting: str) -> 
         kv_count=len(kv),
         kv_median=kv_median,
         kv_by_size=by_size,
+        attn_count=int(attends.sum()),
+        stack_shares={stack: _ratio(stack_weight[i], total) for i, stack in enumerate(STACKS)},
+        weight_unknown=int(unknown.sum()),
+        encoder_only=int(encoder.sum()),
+        uncertain=int(uncertain.sum()),
     )
 
 
 def _empty(period: str, start: date, weighting: str) -> TrendPoint:
     return TrendPoint(
         period=period, period_start=start, weighting=weighting, count=0, weight_total=0.0,
-        shares=dict.fromkeys(KIND_BUCKETS), g_count=0, g_p25=None, g_median=None, g_p75=None,
+        shares=dict.fromkeys(ATTENTION_KINDS), g_count=0, g_p25=None, g_median=None, g_p75=None,
         share_g_over_16=None, kv_count=0, kv_median=None,
         kv_by_size={cls: SizeClassStat(0, None) for cls in SIZE_CLASSES},
+        stack_shares=dict.fromkeys(STACKS),
     )
 
 
@@ -319,6 +437,12 @@ def trend_series(cols: TrendColumns, period: str, weightings: Sequence[str] = WE
             out[weighting].append(_aggregate(group, period, start, weighting) if group is not None
                                   else _empty(period, start, weighting))
     return out
+
+
+def default_period(month_counts: Sequence[int]) -> str:
+    """Month when the median month (empty ones included, first to last) holds at least THIN_N
+    models; else quarter, the coarsest period offered."""
+    return "month" if month_counts and float(np.median(month_counts)) >= THIN_N else "quarter"
 
 
 def group_by_period(rows: Iterable[TrendRow], period: str) -> dict[date, list[TrendRow]]:

@@ -38,8 +38,8 @@ class Listed:
     sha: str | None
     files: tuple[str, ...] | None  # None when the listing did not say
     gated: str  # "false" | "auto" | "manual"
-    downloads: int
-    likes: int
+    downloads: int | None  # None: the listing did not say
+    likes: int | None
     tags: tuple[str, ...]
     pipeline_tag: str | None
     library_name: str | None
@@ -100,8 +100,9 @@ def list_newest(settings: Settings, sort: SortKey, *, author: str | None = None,
         yield from_model_info(info)
 
 
-def _count(value) -> int:
-    return value if isinstance(value, int) and value >= 0 else 0
+def _count(value) -> int | None:
+    """A count the listing gave, or None (unknown) when it gave none or nonsense."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _text(value) -> str | None:

@@ -14,8 +14,10 @@ from observatory.tables import CrawlRun
 from observatory.web.api_common import Cursor
 from observatory.web.deps import ReadSessionDep
 from observatory.web.errors import ERROR_RESPONSES
+from observatory.web.strict_params import StrictQueryRoute
 
-router = APIRouter(prefix="/api/v1/crawl", tags=["crawl"], responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/api/v1/crawl", tags=["crawl"], responses=ERROR_RESPONSES,
+                   route_class=StrictQueryRoute)
 
 
 class CrawlRunOut(BaseModel):

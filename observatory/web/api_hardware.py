@@ -10,13 +10,23 @@ from pydantic import BaseModel, Field
 
 from observatory import hardware
 from observatory.core import kvcache, roofline
-from observatory.queries import HardwareInfo, RooflinePoint, current_geometry, hardware_info, roofline_point
+from observatory.queries import (
+    HardwareInfo,
+    RooflinePoint,
+    current_geometry,
+    hardware_info,
+    model_parameters,
+    not_found_message,
+    roofline_point,
+)
 from observatory.tables import HubModel
 from observatory.web.api_common import REPO_ID_PATTERN, checked_model_id
 from observatory.web.deps import ReadSessionDep
 from observatory.web.errors import ERROR_RESPONSES, ApiError
+from observatory.web.strict_params import StrictQueryRoute
 
-router = APIRouter(prefix="/api/v1", tags=["hardware"], responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/api/v1", tags=["hardware"], responses=ERROR_RESPONSES,
+                   route_class=StrictQueryRoute)
 
 KvDtype = Literal["bf16", "fp16", "fp8", "int8", "fp32"]
 assert set(KvDtype.__args__) == set(kvcache.DTYPE_BYTES), "KvDtype must list kvcache.DTYPE_BYTES"
@@ -49,7 +59,10 @@ class Estimate(BaseModel):
     compute_s: float
     time_s: float
     tokens_per_s: float
-    fits: bool | None
+    devices: int = Field(description="Devices the step is spread over (ideal tensor parallelism)")
+    cache_fits: bool | None = Field(description="The KV cache alone fits in the devices' memory")
+    fits: bool | None = Field(description="Weights and KV cache fit in the devices' memory; null when "
+                                          "no weights are counted (attention alone)")
 
 
 class RooflineResponse(BaseModel):
@@ -62,8 +75,10 @@ class RooflineResponse(BaseModel):
     summary: RooflinePoint
     attention: Estimate = Field(description="Decode attention alone")
     mha_attention: Estimate = Field(description="The same for the MHA counterfactual (K = H)")
-    whole_step: Estimate | None = Field(description="Attention plus reading every weight once (bf16), all "
-                                        "parameters taken as active; null when the parameter count is unknown")
+    whole_step: Estimate | None = Field(description="Attention plus reading every weight once (bf16) on one "
+                                        "device; null when the parameter count is unknown")
+    whole_step_on_enough_devices: Estimate | None = Field(
+        description="The same spread over summary.devices_needed devices, when one is not enough")
     assumptions: list[str]
 
 
@@ -101,24 +116,30 @@ def roofline_one(
     device = _device(hardware_id)
     row = session.get(HubModel, checked_model_id(model))
     if row is None:
-        raise ApiError(404, f"no model {model!r} in the store")
-    _, geom = current_geometry(session, row)
+        raise ApiError(404, not_found_message(session, model))
+    georow, geom = current_geometry(session, row)
     if geom is None or geom.kv_layers == 0 or geom.kv_elements_per_token == 0:
         raise ApiError(404, f"model {model!r} has no attention geometry with a per-token KV cache")
+    params, active = model_parameters(row, georow)
     attention = roofline.decode_estimate(geom, device, context, batch, dtype)
     mha = roofline.decode_estimate(kvcache.mha_counterfactual(geom), device, context, batch, dtype)
-    whole = (roofline.decode_estimate(geom, device, context, batch, dtype, params=row.num_parameters)
-             if row.num_parameters else None)
+    whole = (roofline.decode_estimate(geom, device, context, batch, dtype, params=params, active_params=active)
+             if params else None)
+    needed = roofline.devices_for_weights(device, params)
+    spread = (roofline.decode_estimate(geom, device, context, batch, dtype, params=params, active_params=active,
+                                       devices=needed) if needed and needed > 1 else None)
     return RooflineResponse(
         model_id=row.id, hardware=hardware_info(device), context=context, batch=batch, dtype=dtype,
-        summary=roofline_point(geom, device, context, batch, dtype, row.num_parameters),
+        summary=roofline_point(geom, device, context, batch, dtype, params, active_parameters=active),
         attention=Estimate(**attention.to_dict()), mha_attention=Estimate(**mha.to_dict()),
         whole_step=Estimate(**whole.to_dict()) if whole else None,
+        whole_step_on_enough_devices=Estimate(**spread.to_dict()) if spread else None,
         assumptions=[
             f"time = {attention.calls} calls x {roofline.DEFAULT_PER_CALL_S * 1e6:g} us + "
             "max(bytes / bandwidth, flops / dense peak), at 100% of spec bandwidth",
             "bytes: the KV cache read once per step (sliding/chunked layers capped at their window)",
-            "whole step: every weight read once in bf16; MoE active parameters are not known, so its "
-            "FLOPs are an upper bound",
+            "whole step: every weight read once in bf16; FLOPs from the active parameters (MoE) or all of them; "
+            "parameters are the disclosed count, else the estimate from the config",
+            "several devices: ideal tensor parallelism (memory and bandwidth add up, no communication cost)",
         ],
     )

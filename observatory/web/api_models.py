@@ -28,13 +28,16 @@ from observatory.queries import (
     get_revision,
     iter_models,
     list_models,
+    not_found_message,
 )
 from observatory.web.api_common import CSV_RESPONSE, REPO_ID_PATTERN, checked_model_id, model_response
 from observatory.web.deps import ReadSessionDep, request_reader
 from observatory.web.errors import ERROR_RESPONSES, ApiError
 from observatory.web.rendering import csv_response
+from observatory.web.strict_params import StrictQueryRoute
 
-router = APIRouter(prefix="/api/v1", tags=["models"], responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/api/v1", tags=["models"], responses=ERROR_RESPONSES,
+                   route_class=StrictQueryRoute)
 
 
 class ModelListResponse(BaseModel):
@@ -106,7 +109,7 @@ def model(session: ReadSessionDep,
     catalogued device, and the latest spot-benchmarks. The id is the whole rest of the path."""
     detail = get_model_detail(session, checked_model_id(model_id))
     if detail is None:
-        raise ApiError(404, f"no model {model_id!r} in the store")
+        raise ApiError(404, not_found_message(session, model_id))
     return model_response(ModelDetailResponse.model_construct(**dict(detail), ok=True))
 
 

@@ -70,6 +70,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         from observatory.trend_store import ensure_trends
 
         ensure_trends(engine)  # recompute the precomputed trends if the store changed since
+        from observatory.alerts.evaluate import evaluate_at_start
+
+        evaluate_at_start(engine, settings)  # /alerts shows the rules and their state from the first view
         yield
 
     app = FastAPI(
@@ -78,7 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="How open language models spend memory on attention state: "
         "attention geometry, KV-cache cost and trends of MHA, MQA, GQA and MLA.",
         openapi_url="/api/v1/openapi.json",
-        docs_url="/api/v1/docs",
+        docs_url=None,  # observatory.web.api_docs serves the vendored Swagger UI instead
         redoc_url=None,
         lifespan=lifespan,
     )
@@ -91,7 +94,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     # Routers, one line each.
-    from observatory.web import api_crawl, api_hardware, api_models, api_trends
+    from observatory.web import api_crawl, api_docs, api_hardware, api_models, api_trends
+
+    app.include_router(api_docs.router)
 
     app.include_router(api_models.router)
     app.include_router(api_trends.router)

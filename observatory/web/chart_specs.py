@@ -1,9 +1,14 @@
 """Chart data for the pages, as the JSON ``static/charts.js`` draws (data only, no styling).
 
 Two spec types: ``share`` (stacked bars of fractions per period) and ``xy`` (series of
-``{"x", "y", "name"?}`` points drawn as lines, points or a filled band; x on a time axis in
-epoch milliseconds, or linear/log). A series' ``colour`` names a CSS custom property
-(``kind:GQA`` → ``--kind-GQA``) so the stylesheet alone decides the palette.
+``{"x", "y", "name"?, "n"?, "thin"?}`` points drawn as lines, points or a filled band; x on a
+time axis in epoch milliseconds, or linear/log). A series' ``colour`` names a CSS custom
+property (``kind:GQA`` → ``--kind-GQA``) so the stylesheet alone decides the palette.
+
+Every period statistic says how many models stand behind it: its points carry ``n`` (shown in
+the tooltip), a period with fewer than ``THIN_N`` models carries ``thin`` (drawn hollow, its
+bar pale), and the spec's ``counts`` (``[{"x", "x2", "n", "thin"}]`` on a time axis, a list of
+n for share bars) is drawn as a thin count strip along the bottom of the plot.
 """
 
 from __future__ import annotations
@@ -12,9 +17,19 @@ from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timezone
 from typing import Any
 
-from observatory.core.trends import G_TIPPING_POINT, KIND_BUCKETS, SIZE_CLASSES, TrendPoint, next_period
+from observatory.core.trends import (
+    ATTENTION_KINDS,
+    G_TIPPING_POINT,
+    SIZE_CLASSES,
+    STACKS,
+    THIN_N,
+    TrendPoint,
+    next_period,
+)
 
-KIND_LABELS = {"MHA": "MHA", "MQA": "MQA", "GQA": "GQA", "MLA": "MLA", "hybrid": "hybrid", "none": "no attention"}
+STACK_LABELS = {"attention": "attention only", "hybrid": "hybrid (attention + SSM/linear)",
+                "attention-free": "attention-free"}
+STACK_COLOURS = {"attention": "kind:GQA", "hybrid": "kind:hybrid", "attention-free": "kind:none"}
 
 
 def epoch_ms(value: date | datetime | None) -> int | None:
@@ -37,22 +52,50 @@ def period_label(start: date, period: str) -> str:
 
 
 def kind_share(points: Sequence[TrendPoint], period: str) -> dict:
-    """Share of each attention kind per period (stacked to 1); empty periods stay empty."""
+    """Attention kind of the attention layers per period, among models with attention layers
+    (hybrids included; stacked to 1); empty periods stay empty."""
     return {
         "type": "share",
         "labels": [period_label(p.period_start, period) for p in points],
-        "counts": [p.count for p in points],
-        "y_title": "share of models",
+        "counts": [p.attn_count for p in points],
+        "thin": [p.attn_count < THIN_N for p in points],
+        "count_label": "models with attention layers",
+        "y_title": "share of models with attention layers",
         "series": [
-            {"label": KIND_LABELS[kind], "colour": f"kind:{kind}", "values": [p.shares.get(kind) for p in points]}
-            for kind in KIND_BUCKETS
+            {"label": kind, "colour": f"kind:{kind}", "values": [p.shares.get(kind) for p in points]}
+            for kind in ATTENTION_KINDS
             if any(p.shares.get(kind) for p in points)
         ],
     }
 
 
-def _line(points: Iterable[TrendPoint], value) -> list[dict]:
-    return [{"x": epoch_ms(p.period_start), "y": value(p)} for p in points]
+def stack_share(points: Sequence[TrendPoint], period: str) -> dict:
+    """Stack type per period (pure attention, hybrid, attention-free; stacked to 1)."""
+    return {
+        "type": "share",
+        "labels": [period_label(p.period_start, period) for p in points],
+        "counts": [p.count for p in points],
+        "thin": [p.thin for p in points],
+        "count_label": "models",
+        "y_title": "share of models",
+        "series": [
+            {"label": STACK_LABELS[stack], "colour": STACK_COLOURS[stack],
+             "values": [p.stack_shares.get(stack) for p in points]}
+            for stack in STACKS
+            if any(p.stack_shares.get(stack) for p in points)
+        ],
+    }
+
+
+def _line(points: Iterable[TrendPoint], value, n=lambda p: p.count) -> list[dict]:
+    """One point per period; ``n`` counts the models behind the value (its tooltip says so)."""
+    return [{"x": epoch_ms(p.period_start), "y": value(p), "n": n(p), "thin": n(p) < THIN_N} for p in points]
+
+
+def count_strip(points: Sequence[TrendPoint], n=lambda p: p.count) -> list[dict]:
+    """The count strip under a time chart: models per period, each period's span on the x axis."""
+    return [{"x": epoch_ms(p.period_start), "x2": epoch_ms(next_period(p.period_start, p.period)), "n": n(p),
+             "thin": n(p) < THIN_N} for p in points]
 
 
 def time_axis(points: Sequence[TrendPoint], **extra: Any) -> dict:
@@ -69,12 +112,13 @@ def g_distribution(points: Sequence[TrendPoint], models: Iterable[Any] = ()) -> 
 
     ``models`` are rows with ``model_id``, ``created_at``, ``group_size`` and ``attention_kind``.
     """
+    g_n = lambda p: p.g_count  # noqa: E731 - the models behind a G statistic are those with a G
     series: list[dict] = [
         {"label": "p25–p75 of G", "style": "band", "colour": "series:1", "fill_to": "+1",
-         "points": _line(points, lambda p: p.g_p75)},
-        {"label": "_p25", "style": "band", "colour": "series:1", "points": _line(points, lambda p: p.g_p25)},
-        {"label": "median G", "style": "line", "colour": "series:1", "point_radius": 0,
-         "points": _line(points, lambda p: p.g_median)},
+         "points": _line(points, lambda p: p.g_p75, g_n)},
+        {"label": "_p25", "style": "band", "colour": "series:1", "points": _line(points, lambda p: p.g_p25, g_n)},
+        {"label": "median G", "style": "line", "colour": "series:1", "point_radius": 3,
+         "points": _line(points, lambda p: p.g_median, g_n)},
     ]
     by_kind: dict[str, list[dict]] = {}
     for row in models:
@@ -94,8 +138,8 @@ def g_distribution(points: Sequence[TrendPoint], models: Iterable[Any] = ()) -> 
         series.append({"label": f"G = {G_TIPPING_POINT}", "style": "line", "colour": "series:8", "dashed": True,
                        "width": 1, "point_radius": 0,
                        "points": [{"x": axis["min"], "y": G_TIPPING_POINT}, {"x": axis["max"], "y": G_TIPPING_POINT}]})
-    return {"type": "xy", "x": axis, "y": {"type": "log", "title": "G = query heads / KV heads", "min": 0.8},
-            "series": series}
+    return {"type": "xy", "x": axis, "y": {"type": "log", "base": 2, "title": "G = query heads / KV heads", "min": 0.8},
+            "series": series, "counts": count_strip(points, g_n), "count_label": "models with a G"}
 
 
 def share_g_over(points: Sequence[TrendPoint]) -> dict:
@@ -104,23 +148,26 @@ def share_g_over(points: Sequence[TrendPoint]) -> dict:
         "x": time_axis(points),
         "y": {"unit": "share", "min": 0, "title": f"share of models with G > {G_TIPPING_POINT}"},
         "series": [{"label": f"G > {G_TIPPING_POINT}", "colour": "series:6", "style": "line",
-                    "points": _line(points, lambda p: p.share_g_over_16)}],
+                    "points": _line(points, lambda p: p.share_g_over_16, lambda p: p.g_count)}],
+        "counts": count_strip(points, lambda p: p.g_count), "count_label": "models with a G",
     }
 
 
 def kv_per_token(points: Sequence[TrendPoint], by_size: bool = True) -> dict:
-    """Median KV bytes per token (bf16) per period, overall and per parameter-size class
-    (the classes start hidden: the legend shows them one at a time without a tangle)."""
+    """Median KV bytes per token (bf16) per period, overall and per parameter-size class."""
     series = [{"label": "median, all models", "colour": "series:8", "style": "line", "width": 3,
-               "points": _line(points, lambda p: p.kv_median)}]
+               "points": _line(points, lambda p: p.kv_median, lambda p: p.kv_count)}]
     if by_size:
         for i, cls in enumerate(c for c in SIZE_CLASSES if c != "unknown"):
-            values = _line(points, lambda p, c=cls: p.kv_by_size[c].kv_median if c in p.kv_by_size else None)
+            def size_n(p, c=cls):
+                return p.kv_by_size[c].count if c in p.kv_by_size else 0
+            values = _line(points, lambda p, c=cls: p.kv_by_size[c].kv_median if c in p.kv_by_size else None, size_n)
             if any(v["y"] is not None for v in values):
                 series.append({"label": f"median, {cls} parameters", "colour": f"series:{i + 1}",
-                               "style": "line", "hidden": True, "points": values})
+                               "style": "line", "width": 1.5, "point_radius": 2, "points": values})
     return {"type": "xy", "x": time_axis(points),
-            "y": {"type": "log", "unit": "bytes", "title": "KV cache bytes per token (bf16)"}, "series": series}
+            "y": {"type": "log", "unit": "bytes", "title": "KV cache bytes per token (bf16)"}, "series": series,
+            "counts": count_strip(points, lambda p: p.kv_count), "count_label": "models with a KV cache"}
 
 
 def ridge_points(devices: Iterable[dict]) -> dict:
@@ -136,7 +183,8 @@ def ridge_points(devices: Iterable[dict]) -> dict:
         "type": "xy",
         "x": {"type": "time", "resolution": "day"},
         "y": {"type": "log", "unit": "flop_per_byte", "title": "ridge point (FLOP per byte)"},
-        "series": [{"label": label, "style": "points", "colour": f"series:{i + 1}", "point_radius": 4, "points": pts}
+        "series": [{"label": label, "style": "points", "colour": f"series:{i + 1}", "point_radius": 4,
+                    "label_points": True, "points": pts}
                    for i, (label, pts) in enumerate(series.items())],
     }
 

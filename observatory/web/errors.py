@@ -25,8 +25,15 @@ class ErrorBody(BaseModel):
 
 
 def _describe(err: dict) -> str:
-    loc = ".".join(str(p) for p in err.get("loc", ()) if p not in ("query", "path", "body"))
+    loc_raw = tuple(err.get("loc", ()))
+    parts = [p for p in loc_raw if p not in ("query", "path", "body")]
     msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")  # pydantic's validator prefix
+    if loc_raw[:1] != ("body",) and any(isinstance(p, int) for p in parts):
+        # A repeated query parameter: name the bad value, not its position in an internal list
+        # (a JSON body keeps its indexes: they say which rule of a list is wrong).
+        parts = [p for p in parts if not isinstance(p, int)]
+        msg = f"{str(err.get('input'))[:40]!r}: {msg}"
+    loc = ".".join(str(p) for p in parts)
     return f"{loc}: {msg}" if loc else msg
 
 

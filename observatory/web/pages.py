@@ -36,6 +36,8 @@ from observatory.queries import (
     ModelListParams,
     current_geometry,
     get_model_detail,
+    model_parameters,
+    not_found_message,
     hardware_info,
     list_models,
     roofline_point,
@@ -43,14 +45,27 @@ from observatory.queries import (
 )
 from observatory.core.repo_ids import InvalidRepoId, validate_repo_id
 from observatory.tables import HubModel
-from observatory.trend_store import STANDARD_THRESHOLDS, Population, plotted_trend_rows, read_trends
-from observatory.core.trends import G_TIPPING_POINT, KIND_BUCKETS, PERIODS, SIZE_CLASSES, WEIGHTINGS, TrendPoint
+from observatory.trend_store import STANDARD_THRESHOLDS, Population, choose_period, plotted_trend_rows, read_trends
+from observatory.core.trends import ATTENTION_KINDS as ATTENTION_KINDS_TREND
+from observatory.core.trends import (
+    G_TIPPING_POINT,
+    ORIGINALS_MIN_PARAMS,
+    STACKS,
+    PERIODS,
+    POPULATIONS,
+    SIZE_CLASSES,
+    THIN_N,
+    WEIGHTINGS,
+    TrendPoint,
+    describe_kind,
+)
 from observatory.web import chart_specs
 from observatory.web.api_models import stream_models_csv
-from observatory.web.api_trends import TREND_CSV_COLUMNS, TrendParams, point_record, trend_csv_row
+from observatory.web.api_trends import TREND_CSV_COLUMNS, TrendParams, point_record, population_of, trend_csv_row
 from observatory.web.deps import request_reader
 from observatory.web.errors import ApiError, _describe
 from observatory.web.rendering import FORMATS, csv_response, error_page, json_response, jsonable, page_url, render
+from observatory.web.strict_params import reject_unknown
 
 router = APIRouter(include_in_schema=False)
 
@@ -92,22 +107,30 @@ def page(path: str, formats: tuple[str, ...] = ("json",)):
 MAX_PLOTTED_MODELS = 3000  # points in the G chart; the most downloaded first
 
 
-def trend_params(request: Request) -> dict:
-    return validated(TrendParams, request).model_dump()
+def trend_params(request: Request) -> TrendParams:
+    return validated(TrendParams, request)
 
 
-def trends_data(session: Session, p: dict) -> tuple[dict, dict]:
+def trends_data(session: Session, params: TrendParams) -> tuple[dict, dict]:
     """(data for the JSON twin, chart specs for the template) of one trends query."""
-    population = Population(min_downloads=p["min_downloads"], author=p["author"], model_type=p["model_type"])
-    series = read_trends(session, population, p["period"], p["weighting"], p["since"], p["until"])
-    plotted, total = plotted_trend_rows(session, population, MAX_PLOTTED_MODELS, p["since"], p["until"])
+    population = population_of(params)
+    period = params.period or choose_period(session, population)
+    p = {**params.model_dump(), "period": period}
+    series = read_trends(session, population, period, params.weighting, params.since, params.until)
+    plotted, total = plotted_trend_rows(session, population, MAX_PLOTTED_MODELS, params.since, params.until)
     points = series.points
     data = {
         "params": p,
+        "period_chosen": params.period is None,
         "population": population.key,
+        "population_floor": population.params_floor,
         "precomputed": series.precomputed,
         "computed_at": series.computed_at,
         "g_tipping_point": G_TIPPING_POINT,
+        "thin_n": THIN_N,
+        "left_out": {"encoder_only": sum(pt.encoder_only for pt in points),
+                     "uncertain": sum(pt.uncertain for pt in points),
+                     "weight_unknown": sum(pt.weight_unknown for pt in points) if params.weighting != "count" else 0},
         "points": [point_record(pt) for pt in points],
         "plotted_models": {
             "shown": len(plotted),
@@ -118,7 +141,8 @@ def trends_data(session: Session, p: dict) -> tuple[dict, dict]:
         },
     }
     charts = {
-        "kind_share": chart_specs.kind_share(points, p["period"]),
+        "kind_share": chart_specs.kind_share(points, period),
+        "stack_share": chart_specs.stack_share(points, period),
         "g_distribution": chart_specs.g_distribution(points, plotted),
         "g_over": chart_specs.share_g_over(points),
         "kv": chart_specs.kv_per_token(points),
@@ -139,18 +163,14 @@ def trends_page(request: Request, fmt: str | None) -> Response:
     return render(request, "trends.html", data, title="Trends", nav="/trends", formats=("json", "csv"),
                   specs=charts, charts=True, size_classes=SIZE_CLASSES,
                   plotted_note=plotted_note(data["plotted_models"]["shown"], data["plotted_models"]["total"]),
-                  choices={"period": PERIODS, "weighting": WEIGHTINGS, "thresholds": STANDARD_THRESHOLDS},
+                  choices={"period": PERIODS, "weighting": WEIGHTINGS, "thresholds": STANDARD_THRESHOLDS,
+                           "population": POPULATIONS},
                   count_url=page_url(request, None, weighting="count"))
 
 
-# The overview quotes the newest quarter holding at least this many models (a quarter with
-# two models says little), or the newest holding any.
-HEADLINE_MIN_MODELS = 5
-
-
 def _latest(points: list[TrendPoint]) -> TrendPoint | None:
-    return next((p for p in reversed(points) if p.count >= HEADLINE_MIN_MODELS),
-                next((p for p in reversed(points) if p.count), None))
+    """The newest period that is not thin: a headline never quotes a handful of models."""
+    return next((p for p in reversed(points) if not p.thin), None)
 
 
 def plotted_note(shown: int, total: int) -> str:
@@ -163,11 +183,12 @@ def plotted_note(shown: int, total: int) -> str:
 def _year_before(points: list[TrendPoint], point: TrendPoint) -> TrendPoint | None:
     start = point.period_start
     target = start.replace(year=start.year - 1)
-    return next((p for p in points if p.period_start == target and p.count), None)
+    return next((p for p in points if p.period_start == target and not p.thin), None)
 
 
 def headlines(quarters: list[TrendPoint]) -> dict:
-    """The overview's numbers: the newest quarter holding models, beside the same quarter a year before."""
+    """The overview's numbers: the newest quarter that is not thin, beside the same quarter a
+    year before (when that one is not thin either)."""
     latest = _latest(quarters)
     if latest is None:
         return {"quarter": None}
@@ -176,31 +197,40 @@ def headlines(quarters: list[TrendPoint]) -> dict:
     def pick(point: TrendPoint | None) -> dict | None:
         if point is None:
             return None
-        gqa, mla = point.shares.get("GQA") or 0.0, point.shares.get("MLA") or 0.0
+        gqa, mla = point.shares.get("GQA"), point.shares.get("MLA")
         return {
             "quarter": chart_specs.period_label(point.period_start, "quarter"),
             "period_start": point.period_start,
             "count": point.count,
+            "attn_count": point.attn_count,
             "share_gqa": gqa,
             "share_mla": mla,
-            "share_gqa_or_mla": gqa + mla,
-            "share_hybrid": point.shares.get("hybrid") or 0.0,
+            "share_gqa_or_mla": None if gqa is None else gqa + (mla or 0.0),
+            "share_hybrid": point.stack_shares.get("hybrid"),
+            "share_attention_free": point.stack_shares.get("attention-free"),
+            "g_count": point.g_count,
             "g_median": point.g_median,
             "share_g_over_16": point.share_g_over_16,
+            "kv_count": point.kv_count,
             "kv_median": point.kv_median,
         }
 
     return {"quarter": pick(latest), "year_before": pick(before)}
 
 
+HOME_POPULATION = Population("originals")  # new architecture decisions, not upload volume
+
+
 @page("/")
 def home_page(request: Request, fmt: str | None) -> Response:
     with request_reader(request) as session:
-        quarters = read_trends(session, Population(), "quarter", "count").points
-        plotted, total = plotted_trend_rows(session, Population(), MAX_PLOTTED_MODELS)
+        quarters = read_trends(session, HOME_POPULATION, "quarter", "count").points
+        plotted, total = plotted_trend_rows(session, HOME_POPULATION, MAX_PLOTTED_MODELS)
         counts = store_counts(session)
         health = crawler_health(session)
     data = {
+        "population": HOME_POPULATION.key,
+        "thin_n": THIN_N,
         "headlines": headlines(quarters),
         "models_tracked": counts,
         "last_crawl": health["last_run"],
@@ -210,6 +240,7 @@ def home_page(request: Request, fmt: str | None) -> Response:
         return json_response(data)
     charts = {
         "kind_share": chart_specs.kind_share(quarters, "quarter"),
+        "stack_share": chart_specs.stack_share(quarters, "quarter"),
         "g_distribution": chart_specs.g_distribution(quarters, plotted),
         "kv": chart_specs.kv_per_token(quarters, by_size=False),
     }
@@ -220,9 +251,11 @@ def home_page(request: Request, fmt: str | None) -> Response:
 # ---- the model list -------------------------------------------------------------------------
 
 
-def validated(model: type[BaseModel], request: Request, lists: tuple[str, ...] = ()):
+def validated(model: type[BaseModel], request: Request, lists: tuple[str, ...] = (), extra: tuple[str, ...] = ()):
     """The API's parameter model filled from a page's query string, so a page and its API
-    accept exactly the same parameters. Empty form fields count as absent."""
+    accept exactly the same parameters (and ``extra``, the page's own); any other name is a
+    400. Empty form fields count as absent."""
+    reject_unknown(request, [*model.model_fields, *extra])
     raw: dict[str, Any] = {}
     for name in model.model_fields:
         values = [v.strip() for v in request.query_params.getlist(name) if v.strip()]
@@ -235,7 +268,7 @@ def validated(model: type[BaseModel], request: Request, lists: tuple[str, ...] =
 
 
 def list_params(request: Request) -> ModelListParams:
-    return validated(ModelListParams, request, lists=("kind",))
+    return validated(ModelListParams, request, lists=("kind",), extra=("_stream",))
 
 
 def link_header(url: str | None) -> dict:
@@ -328,13 +361,16 @@ def calculator(geom: Geometry, context: int, batch: int, dtype: str) -> dict:
     }
 
 
-def roofline_rows(geom: Geometry, context: int, batch: int, dtype: str, num_parameters: int | None) -> list[dict]:
-    """Decode attention of this model (beside its MHA counterfactual) on every catalogued device."""
+def roofline_rows(geom: Geometry, context: int, batch: int, dtype: str, num_parameters: int | None,
+                  active_parameters: int | None = None) -> list[dict]:
+    """Decode of this model (attention beside its MHA counterfactual, and the whole step) on every
+    catalogued device."""
     compute = "fp8" if dtype == "fp8" else "bf16"
     return [
         {"hardware": hardware_info(device).model_dump(), "peak_flops": device.peak_flops(compute),
          "ridge": roofline.ridge_point(device, compute),
-         **roofline_point(geom, device, context, batch, dtype, num_parameters).model_dump()}
+         **roofline_point(geom, device, context, batch, dtype, num_parameters,
+                          active_parameters=active_parameters).model_dump()}
         for device in load_catalog()
     ]
 
@@ -345,7 +381,11 @@ def model_page_data(session: Session, model_id: str, context: int, batch: int, d
         return None
     data = detail.model_dump()
     model = session.get(HubModel, model_id)
-    _, geom = current_geometry(session, model)
+    georow, geom = current_geometry(session, model)
+    params, active = model_parameters(model, georow)
+    data["parameters"] = {"total": params, "active": active,
+                          "source": model.parameters_source if model.num_parameters is not None
+                          else ("config" if params is not None else None)}
     # "roofline" (batch 1 at 4k/32k/128k) comes with the detail; "roofline_at" is at this page's
     # context, batch and dtype.
     data["calculator"] = None
@@ -354,7 +394,7 @@ def model_page_data(session: Session, model_id: str, context: int, batch: int, d
         data["calculator"] = calculator(geom, context, batch, dtype)
         data["roofline_at"] = {"context": context, "batch": batch, "dtype": dtype,
                             "per_call_s": roofline.DEFAULT_PER_CALL_S,
-                            "rows": roofline_rows(geom, context, batch, dtype, model.num_parameters)}
+                            "rows": roofline_rows(geom, context, batch, dtype, params, active)}
     if geom is not None:
         kinds: dict[str, int] = {}
         for kind in geom.layer_kinds:
@@ -408,8 +448,8 @@ def _model_page(request: Request, model_id: str, fmt: str | None) -> Response:
     context, batch, dtype = form.context, form.batch, form.dtype
     with request_reader(request) as session:
         data = model_page_data(session, model_id, context, batch, dtype)
-    if data is None:
-        raise ApiError(404, f"no model {model_id!r} in the store")
+        if data is None:
+            raise ApiError(404, not_found_message(session, model_id))
     if fmt == "json":
         return json_response(data)
     specs = {}
@@ -507,7 +547,11 @@ def methodology_data() -> dict:
         "parser_version": PARSER_VERSION,
         "dtype_bytes": dict(kvcache.DTYPE_BYTES),
         "units": {"GB": kvcache.GB, "GiB": kvcache.GiB, "kB": 1000, "MB": 10**6},
-        "kind_buckets": list(KIND_BUCKETS),
+        "attention_kinds": list(ATTENTION_KINDS_TREND),
+        "stacks": list(STACKS),
+        "populations": list(POPULATIONS),
+        "originals_min_params": ORIGINALS_MIN_PARAMS,
+        "thin_n": THIN_N,
         "periods": list(PERIODS),
         "weightings": list(WEIGHTINGS),
         "size_classes": list(SIZE_CLASSES),

@@ -122,6 +122,38 @@ def fmt_datetime(value: Any) -> str:
     return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def fmt_schedule(kinds: Any) -> str:
+    """A per-layer list for people: runs and repeats folded, e.g. 48 Qwen3-Next layers read
+    "(linear ×3, full) ×12"; a list that does not repeat reads "sliding ×5, full, sliding ×4"."""
+    if not kinds:
+        return DASH
+    if not isinstance(kinds, (list, tuple)):
+        return str(kinds)
+    runs: list[tuple[Any, int]] = []
+    for kind in kinds:
+        if runs and runs[-1][0] == kind:
+            runs[-1] = (kind, runs[-1][1] + 1)
+        else:
+            runs.append((kind, 1))
+
+    def show(chunk: list[tuple[Any, int]]) -> str:
+        return ", ".join(f"{k} ×{n}" if n > 1 else str(k) for k, n in chunk)
+
+    for size in range(1, len(runs) // 2 + 1):  # the shortest block of runs that tiles the list
+        if len(runs) % size == 0 and runs == runs[:size] * (len(runs) // size):
+            block = show(runs[:size])
+            return f"({block}) ×{len(runs) // size}" if size > 1 else f"{block} ×{len(runs) // size}"
+    # A block repeated with a different tail (Gemma 3: five sliding and one full, then sliding ×2)
+    for size in range(2, len(runs) // 2 + 1):
+        times = 1
+        while runs[times * size:(times + 1) * size] == runs[:size]:
+            times += 1
+        if times > 1:
+            rest = runs[times * size:]
+            return f"({show(runs[:size])}) ×{times}" + (f", {show(rest)}" if rest else "")
+    return show(runs)
+
+
 def jsonable(value: Any) -> Any:
     """Dates as ISO strings, tuples as lists, non-finite floats as null (JSON has no NaN)."""
     if isinstance(value, dict):
@@ -173,7 +205,7 @@ def environment() -> Environment:
     )
     env.filters.update(
         num=fmt_num, pct=fmt_pct, bytes=fmt_bytes, gib=fmt_bytes_binary, flops=fmt_flops,
-        seconds=fmt_seconds, date=fmt_date, datetime=fmt_datetime,
+        seconds=fmt_seconds, date=fmt_date, datetime=fmt_datetime, schedule=fmt_schedule,
     )
     env.globals.update(static=static_url, model_url=model_url, nav=NAV)
     return env

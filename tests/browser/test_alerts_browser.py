@@ -31,7 +31,7 @@ def test_subscribe_and_manage_through_the_pages(open_page, javascript):
     token = page.locator("dd code").nth(1).inner_text()
     assert re.fullmatch(r"obs_[\w-]{40,}", token)
     main = page.inner_text("main")
-    assert "<b>ops</b> watch" in main and "Share of MLA >= 25% (month) [author=deepseek-ai]" in main
+    assert "<b>ops</b> watch" in main and "Share of MLA >= 25% (month) [originals;author=deepseek-ai]" in main
 
     page.goto(page.url.rsplit("/alerts", 1)[0] + "/alerts/manage")
     page.fill("input[name=token]", token)

@@ -176,7 +176,7 @@ def test_pages_work_without_javascript(open_page):
     page.fill("input[name=author]", "meta-llama")
     with page.expect_navigation():
         page.click("form.controls button[type=submit]")
-    assert "author=meta-llama" in page.url and "Population: author=meta-llama" in page.inner_text("main")
+    assert "author=meta-llama" in page.url and "originals;author=meta-llama" in page.inner_text("main")
     model, _ = open_page(f"/models/{LLAMA2_70B}?context=2048&dtype=fp16", java_script_enabled=False)
     assert model.locator("#kv-bytes").inner_text() == "671,088,640 B"
     assert problems == []

@@ -39,8 +39,20 @@ def alert_settings(settings):
 MLA_RULE = {"kind": "kind_share", "params": {"kind": "MLA", "threshold": 0.2}}
 
 
-def seed_mla_month(engine, month: int = 1, mla: int = 1, gqa: int = 4, year: int = 2025) -> None:
-    """A month whose MLA share is mla / (mla + gqa): 20 % by default, enough to fire MLA_RULE."""
+def seed_baseline(engine, year: int = 2024, month: int = 12, gqa: int = 5) -> None:
+    """A month with no MLA at all before the seeded ones: a rule fires only on a crossing, so the
+    first judged month needs an earlier judged month on the other side of the threshold."""
+    for i in range(gqa):
+        add_model(engine, f"base{year}x{month}x{i}/gqa-{i}", gqa_config(4), day(year, month, i + 1))
+
+
+def seed_mla_month(engine, month: int = 1, mla: int = 1, gqa: int = 4, year: int = 2025,
+                   baseline: bool = True) -> None:
+    """A month whose MLA share is mla / (mla + gqa): 20 % by default, enough to fire MLA_RULE
+    after ``seed_baseline``'s month (seeded too unless ``baseline`` is false; seeding it twice
+    changes nothing)."""
+    if baseline:
+        seed_baseline(engine, year - 1)
     d = 1
     for i in range(gqa):
         add_model(engine, f"org{month}x{i}/gqa-{i}", gqa_config(4), day(year, month, d))
@@ -148,7 +160,7 @@ def broken_config() -> dict:
 def add_model(engine, model_id: str, config: dict, created: datetime, downloads: int = 100, sha: str = "a" * 40):
     """One crawled model through the real write path (upsert + record_config)."""
     with session_scope(engine) as session:
-        upsert_model(session, model_id, created_at=created, downloads=downloads, sha=sha)
+        upsert_model(session, model_id, created_at=created, downloads=downloads, sha=sha, relation="original")
         record_config(session, model_id, json.dumps(config, indent=2), sha)
 
 

@@ -44,8 +44,10 @@ class Spec:
     id: str
     config: str
     created: tuple | None
-    downloads: int = 0
+    downloads: int | None = 0  # None: unknown (a snapshot-like row)
     params: int | None = None
+    relation: str | None = "original"
+    bases: tuple[str, ...] = ()
 
 
 B = 1_000_000_000
@@ -67,6 +69,11 @@ SPECS = [
     Spec("gamma/qwen-72b", "g8", (2024, 9, 19), 1000, 72 * B),
     Spec("solo-model", "g8b", (2024, 9, 19), 1000, 3 * B),  # no organisation
     Spec("delta/a.b-c_d", "g4", (2025, 3, 3), 999, 8 * B),
+    Spec("delta/unknown-downloads", "g8", (2024, 4, 18), None, 70 * B),  # sorts in the NULL tail
+    # Derivatives of alpha/llama-70b: the same geometry, their own relation.
+    Spec("fans/llama-70b-chat-ft", "g8", (2024, 5, 2), 40_000, 70 * B, "finetune", ("alpha/llama-70b",)),
+    Spec("fans/llama-70b-awq", "g8", (2024, 5, 3), None, 70 * B, "quantized", ("alpha/llama-70b",)),
+    Spec("fans/tiny-random-llama", "g4", (2024, 5, 4), 3, 2_000_000, "original"),  # a test repo
 ]
 
 
@@ -78,7 +85,9 @@ def raw_config(name: str) -> str:
 def add_model(engine: Engine, spec: Spec, sha: str = "rev1") -> None:
     created = datetime(*spec.created, tzinfo=timezone.utc) if spec.created else None
     with session_scope(engine) as session:
-        upsert_model(session, spec.id, created_at=created, downloads=spec.downloads, num_parameters=spec.params)
+        upsert_model(session, spec.id, created_at=created, downloads=spec.downloads, num_parameters=spec.params,
+                     relation=spec.relation, base_models=list(spec.bases) or None,
+                     is_test_repo=spec.id.startswith("fans/tiny-random"))
         record_config(session, spec.id, raw_config(spec.config), sha)
 
 
@@ -91,7 +100,8 @@ def build(engine: Engine) -> None:
 
 ORACLE_SQL = """
 SELECT m.id, m.author, m.created_at, m.downloads, g.attention_kind, g.is_hybrid, g.group_size,
-       g.model_type, g.kv_bytes_per_token_bf16
+       g.model_type, g.kv_bytes_per_token_bf16, m.relation, m.is_test_repo, m.base_models,
+       COALESCE(m.num_parameters, g.params_estimate) AS params
 FROM hub_model m LEFT JOIN geometry g ON g.revision_id = m.current_revision_id
 """
 
@@ -109,9 +119,29 @@ def oracle_rows(db_path: str) -> list[dict]:
     return rows
 
 
+def in_lineage(r: dict, lineage: str = "originals", min_params: float | None = None) -> bool:
+    """The populations as the methodology page words them, written out independently."""
+    floor = min_params if min_params is not None else (1e9 if lineage == "originals" else None)
+    if lineage == "originals" and (r["relation"] != "original" or r["is_test_repo"]):
+        return False
+    if lineage == "derivatives" and r["relation"] not in ("finetune", "quantized", "adapter", "merge"):
+        return False
+    return not floor or (r["params"] is not None and r["params"] >= floor)
+
+
+def family_downloads(rows: list[dict]) -> dict[str, int | None]:
+    """Own downloads plus those of every derivative naming the model as a base (unknown own: unknown)."""
+    extra: dict[str, int] = {}
+    for r in rows:
+        if r["relation"] in ("finetune", "quantized", "adapter", "merge") and r["base_models"]:
+            for base in set(json.loads(r["base_models"])):
+                extra[base] = extra.get(base, 0) + (r["downloads"] or 0)
+    return {r["id"]: None if r["downloads"] is None else r["downloads"] + extra.get(r["id"], 0) for r in rows}
+
+
 def oracle(rows: list[dict], *, kind=(), hybrid=None, g_min=None, g_max=None, author=None, model_type=None,
            created_from=None, created_to=None, min_downloads=None, q=None, sort="created_at",
-           order="desc") -> list[str]:
+           order="desc", relation=(), min_params=None) -> list[str]:
     """Model ids the list should return, in order: valued rows by (value, id), then NULLs by id."""
     def keep(r: dict) -> bool:
         g = r["group_size"]
@@ -120,11 +150,13 @@ def oracle(rows: list[dict], *, kind=(), hybrid=None, g_min=None, g_max=None, au
             hybrid is None or (r["is_hybrid"] is not None and bool(r["is_hybrid"]) == hybrid),
             g_min is None or (g is not None and g >= g_min),
             g_max is None or (g is not None and g <= g_max),
-            author is None or r["author"] == author,
+            author is None or (r["author"] or "").lower() == author.lower(),
+            not relation or r["relation"] in relation,
+            min_params is None or (r["params"] is not None and r["params"] >= min_params),
             model_type is None or r["model_type"] == model_type,
             created_from is None or (r["created_day"] is not None and r["created_day"] >= created_from),
             created_to is None or (r["created_day"] is not None and r["created_day"] <= created_to),
-            min_downloads is None or r["downloads"] >= min_downloads,
+            min_downloads is None or (r["downloads"] is not None and r["downloads"] >= min_downloads),
             q is None or q.lower() in r["id"].lower(),
         ])
 

@@ -18,8 +18,8 @@ from observatory.alerts.delivery import deliver_pending
 from observatory.alerts.evaluate import evaluate
 from observatory.web.app import create_app
 
-CUSTOM_RULE = {"kind": "kind_share", "params": {"kind": "MLA", "threshold": 0.1, "min_models": 1},
-               "population": {"author": "deepx"}}
+CUSTOM_RULE = {"kind": "kind_share", "params": {"kind": "MLA", "threshold": 0.1, "min_models": 5},
+               "population": {"min_downloads": 50}}
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ def test_one_owner_cannot_see_or_change_another(client, engine, alert_settings):
     # The alert of A's own rule is A's business; the built-in rules' alerts are public.
     fired = client.get("/api/v1/alerts", headers=auth(a_token)).json()["alerts"]
     (custom,) = [x for x in fired if not x["rule"]["built_in"]]
-    assert custom["rule"]["population"]["author"] == "deepx"
+    assert custom["rule"]["population"]["min_downloads"] == 50
     assert client.get("/api/v1/alerts").json()["alerts"] == []  # no built-in rules run in this test
     b_sees = client.get("/api/v1/alerts", headers=auth(b_token)).json()["alerts"]
     assert len(b_sees) == 1 and b_sees[0]["fingerprint"] != custom["fingerprint"]  # only B's own rule

@@ -129,7 +129,8 @@ def test_row_fields(client):
     (row,) = body["rows"]
     assert row == {
         "id": "gamma/latent-v3", "author": "gamma", "created_at": "2024-12-26T00:00:00Z",
-        "downloads": 2_000_000, "likes": 0, "num_parameters": 671_000_000_000, "source": "hub",
+        "downloads": 2_000_000, "likes": None, "num_parameters": 671_000_000_000, "parameters_source": "published",
+        "active_parameters": row["active_parameters"], "relation": "original", "base_models": None, "source": "hub",
         "model_type": "deepseek_v3", "attention_kind": "MLA", "is_hybrid": False, "num_query_heads": 128,
         "num_kv_heads": 128, "group_size": None, "head_dim": 192, "num_layers": 61, "kv_layers": 61,
         "sliding_window": None, "kv_bytes_per_token": 61 * (512 + 64) * 2,
@@ -243,7 +244,7 @@ BAD_PARAMS = [
     ({"next": token([1, "downloads", "desc", 5, "a/b"])}, 400, "issued for sort=downloads&order=desc"),
     ({"next": token([1, "created_at", "desc", 5, "a/b"])}, 400, "does not fit sort=created_at"),
     ({"next": token([1, "created_at", "desc", "2024-01-01", "a/b"])}, 400, "does not fit"),  # naive time
-    ({"next": token([1, "downloads", "desc", None, "a/b"]), "sort": "downloads"}, 400, "does not fit"),
+    ({"next": token([1, "downloads", "desc", "many", "a/b"]), "sort": "downloads"}, 400, "does not fit"),
     ({"next": token([1, "group_size", "desc", "x", "a/b"]), "sort": "group_size"}, 400, "does not fit"),
     ({"next": token([2, "created_at", "desc", None, "a/b"])}, 400, "not one this API issued"),
     ({"next": "x" * 1001}, 422, "next"),
@@ -426,3 +427,73 @@ def test_model_detail_lists_latest_bench_results(client, store):
     finally:
         with store[1].begin() as conn:
             conn.exec_driver_sql("DELETE FROM bench_result")
+
+
+# ---- lineage filters, strict parameters and helpful errors (issue 12) ---------------------------
+
+
+def test_relation_filter_lists_exactly_the_derivatives(client):
+    quantized = client.get("/api/v1/models", params={"relation": "quantized"}).json()["rows"]
+    assert [r["id"] for r in quantized] == ["fans/llama-70b-awq"]
+    assert quantized[0]["base_models"] == ["alpha/llama-70b"] and quantized[0]["relation"] == "quantized"
+    both = client.get("/api/v1/models", params={"relation": "finetune,quantized"}).json()["rows"]
+    repeated = client.get("/api/v1/models", params={"relation": ["finetune", "quantized"]}).json()["rows"]
+    assert {r["id"] for r in both} == {r["id"] for r in repeated} == {"fans/llama-70b-chat-ft", "fans/llama-70b-awq"}
+
+
+def test_min_params_uses_the_disclosed_count_else_the_estimate(client):
+    rows = client.get("/api/v1/models", params={"min_params": 50e9, "size": 500}).json()["rows"]
+    assert rows and all(r["num_parameters"] >= 50e9 for r in rows)
+    assert "alpha/llama-7b" not in {r["id"] for r in rows} and "gamma/latent-v3" in {r["id"] for r in rows}
+
+
+def test_kind_takes_a_comma_list_or_repeats(client):
+    a = client.get("/api/v1/models", params={"kind": "MLA,GQA", "size": 500}).json()["rows"]
+    b = client.get("/api/v1/models", params={"kind": ["MLA", "GQA"], "size": 500}).json()["rows"]
+    assert a == b and {r["attention_kind"] for r in a} == {"MLA", "GQA"}
+    bad = client.get("/api/v1/models", params={"kind": "MLA,XYZ"})
+    assert bad.status_code == 422 and "kind: 'XYZ': Input should be 'MHA'" in bad.json()["error"]
+    assert "kind.1" not in bad.json()["error"]  # no internal list index in the message
+
+
+def test_author_matches_in_any_case(client):
+    lower = client.get("/api/v1/models", params={"author": "alpha"}).json()["rows"]
+    upper = client.get("/api/v1/models", params={"author": "ALPHA"}).json()["rows"]
+    assert lower and lower == upper
+
+
+@pytest.mark.parametrize("path", ["/api/v1/models", "/api/v1/models.csv", "/models.json", "/models.csv"])
+def test_unknown_parameters_are_400s_that_list_the_allowed_ones(client, path):
+    r = client.get(path, params={"limit": 2})
+    assert r.status_code == 400
+    body = r.json()
+    assert body["ok"] is False and body["status"] == 400
+    assert "unknown query parameter 'limit'" in body["error"] and "size" in body["error"]
+
+
+def test_a_missing_model_suggests_the_closest_ids(client):
+    r = client.get("/api/v1/models/llama-70b")
+    assert r.status_code == 404
+    assert "did you mean alpha/llama-70b" in r.json()["error"]
+    assert "did you mean" not in client.get("/api/v1/models/zz/nothing-like-it").json()["error"]
+
+
+def test_integral_group_sizes_are_integers(client):
+    r = client.get("/api/v1/models", params={"q": "alpha/llama-70b"})
+    (row,) = [x for x in r.json()["rows"] if x["id"] == "alpha/llama-70b"]
+    assert row["group_size"] == 8 and isinstance(row["group_size"], int)
+    csv_text = client.get("/api/v1/models.csv", params={"q": "alpha/llama-70b"}).text
+    assert ",8," in csv_text and ",8.0," not in csv_text
+
+
+def test_model_record_carries_lineage_siblings_and_derivatives(client):
+    body = client.get("/api/v1/models/alpha/llama-70b").json()
+    assert body["model"]["relation"] == "original"
+    arch = body["architecture"]
+    # same g8 config: gamma/qwen-72b, delta/unknown-downloads and the two derivatives
+    assert arch["first_seen"] is True and arch["siblings"] == 4
+    assert set(arch["sibling_ids"]) == {"gamma/qwen-72b", "delta/unknown-downloads", "fans/llama-70b-chat-ft",
+                                        "fans/llama-70b-awq"}
+    d = body["derivatives"]
+    assert (d["finetune"], d["quantized"], d["adapter"], d["merge"]) == (1, 1, 0, 0)
+    assert d["downloads"] == 40_000 and d["downloads_unknown"] == 1

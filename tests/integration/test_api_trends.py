@@ -11,7 +11,7 @@ from datetime import date
 import pytest
 from fastapi.testclient import TestClient
 
-from api_testdata import built_store, oracle_rows
+from api_testdata import SPECS, built_store, family_downloads, in_lineage, oracle_rows
 from observatory.settings import Settings
 from observatory.trend_store import STANDARD_THRESHOLDS
 from observatory.core.trends import PERIODS, WEIGHTINGS, TrendRow, compute_trend_points
@@ -31,36 +31,37 @@ def client(store):
         yield c
 
 
-def oracle_trend_rows(settings, *, min_downloads=0, author=None, model_type=None) -> list[TrendRow]:
+def oracle_trend_rows(settings, *, min_downloads=0, author=None, model_type=None, population="originals",
+                      min_params=None) -> list[TrendRow]:
     from datetime import datetime
 
+    rows = oracle_rows(settings.resolved_database_url.removeprefix("sqlite:///"))
+    family = family_downloads(rows)
     out = []
-    for r in oracle_rows(settings.resolved_database_url.removeprefix("sqlite:///")):
-        if r["attention_kind"] is None or r["downloads"] < min_downloads:
+    for r in rows:
+        if r["attention_kind"] is None or min_downloads and (r["downloads"] or 0) < min_downloads:  # unknown: no
             continue
-        if author is not None and r["author"] != author or model_type is not None and r["model_type"] != model_type:
+        if author is not None and (r["author"] or "").lower() != author.lower() or \
+                model_type is not None and r["model_type"] != model_type:
+            continue
+        if not in_lineage(r, population, min_params):
             continue
         created = datetime.fromisoformat(r["created_at"]) if r["created_at"] else None
         out.append(TrendRow(r["id"], r["author"], r["model_type"], created, r["attention_kind"],
-                            bool(r["is_hybrid"]), r["group_size"], r["kv_bytes_per_token"], None, r["downloads"]))
+                            bool(r["is_hybrid"]), r["group_size"], r["kv_bytes_per_token"], r["params"],
+                            r["downloads"], family_downloads=family[r["id"]]))
     return out
 
 
 def expected_points(settings, period, weighting, **population) -> list[dict]:
-    """What the API must say, from the oracle rows; num_parameters come from the store too."""
+    """What the API must say, from the oracle rows (read with plain sqlite3)."""
     rows = oracle_trend_rows(settings, **population)
-    # parameter classes need num_parameters: read them with the same plain sqlite3 connection
-    import sqlite3
-
-    conn = sqlite3.connect(settings.resolved_database_url.removeprefix("sqlite:///"))
-    params = dict(conn.execute("SELECT id, num_parameters FROM hub_model"))
-    conn.close()
-    rows = [TrendRow(**{**asdict(r), "num_parameters": params[r.model_id]}) for r in rows]
     out = []
     for p in compute_trend_points(rows, period, weighting):
         d = asdict(p)
         d.pop("period"), d.pop("weighting")
         d["period_start"] = p.period_start.isoformat()
+        d["thin"] = p.thin
         out.append(d)
     return out
 
@@ -68,19 +69,59 @@ def expected_points(settings, period, weighting, **population) -> list[dict]:
 @pytest.mark.parametrize("weighting", WEIGHTINGS)
 @pytest.mark.parametrize("period", PERIODS)
 @pytest.mark.parametrize("threshold", STANDARD_THRESHOLDS)
-def test_precomputed_series_equal_the_pure_aggregation(client, store, period, weighting, threshold):
-    r = client.get("/api/v1/trends", params={"period": period, "weighting": weighting, "min_downloads": threshold})
+@pytest.mark.parametrize("population", ["originals", "all", "derivatives"])
+def test_precomputed_series_equal_the_pure_aggregation(client, store, period, weighting, threshold, population):
+    r = client.get("/api/v1/trends", params={"period": period, "weighting": weighting, "min_downloads": threshold,
+                                             "population": population})
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["precomputed"] is True and body["computed_at"]
-    assert body["population"]["key"] == ("all" if threshold == 0 else f"min_downloads={threshold}")
-    assert body["points"] == expected_points(store[0], period, weighting, min_downloads=threshold)
-    assert body["points"], "the fixture has models in every standard population"
+    assert body["population"]["key"] == population + ("" if threshold == 0 else f";min_downloads={threshold}")
+    assert body["points"] == expected_points(store[0], period, weighting, min_downloads=threshold,
+                                             population=population)
+    assert body["points"] or population == "derivatives" and threshold == 100_000
+
+
+def _populations_by_hand() -> tuple[set, set, list]:
+    """The fixture's populations from its specs (not from the store)."""
+    dated = [s for s in SPECS if s.created and s.config != "broken"]
+    originals = {s.id for s in dated if s.relation == "original" and not s.id.startswith("fans/tiny")
+                 and s.params is not None and s.params >= 1e9}
+    derivatives = {s.id for s in dated if s.relation in ("finetune", "quantized")}
+    return originals, derivatives, dated
+
+
+def test_the_fixture_has_every_kind_of_member():
+    originals, derivatives, _ = _populations_by_hand()
+    assert derivatives == {"fans/llama-70b-chat-ft", "fans/llama-70b-awq"}
+    assert "fans/tiny-random-llama" not in originals and "gamma/mamba-130m" not in originals
+    assert len(originals) == 14  # a known number, so the counts below are not vacuous
+
+
+def test_population_counts(client):
+    originals, derivatives, dated = _populations_by_hand()
+    totals = {}
+    for population in ("originals", "all", "derivatives"):
+        points = client.get("/api/v1/trends", params={"period": "quarter", "population": population}).json()["points"]
+        totals[population] = sum(p["count"] for p in points)
+    # "broken" has no geometry and the undated model no period; everything else counts somewhere
+    assert totals == {"originals": len(originals), "all": len(dated), "derivatives": len(derivatives)}
+
+
+def test_family_downloads_add_the_derivatives(client):
+    # alpha/llama-70b (2024-Q2, 900,000) plus its finetune's 40,000; the AWQ copy's count is unknown.
+    body = client.get("/api/v1/trends", params={"period": "quarter", "weighting": "family_downloads",
+                                                 "since": "2024-04-01", "until": "2024-06-30"}).json()
+    by_count = client.get("/api/v1/trends", params={"period": "quarter", "weighting": "downloads",
+                                                    "since": "2024-04-01", "until": "2024-06-30"}).json()
+    (q2,), (q2_plain,) = body["points"], by_count["points"]
+    assert q2["weight_total"] - q2_plain["weight_total"] == 40_000
+    assert q2["weight_unknown"] == q2_plain["weight_unknown"] == 1  # delta/unknown-downloads
 
 
 @pytest.mark.parametrize("population", [
-    {"author": "alpha"}, {"author": "gamma", "min_downloads": 1000}, {"model_type": "llama"},
-    {"min_downloads": 999}, {"author": "nobody"},
+    {"author": "alpha"}, {"author": "ALPHA"}, {"author": "gamma", "min_downloads": 1000}, {"model_type": "llama"},
+    {"min_downloads": 999}, {"author": "nobody"}, {"min_params": 5e10}, {"population": "all", "min_params": 1e10},
 ])
 def test_other_populations_are_computed_on_demand(client, store, population):
     body = client.get("/api/v1/trends", params={"period": "quarter", "weighting": "downloads", **population}).json()
@@ -93,8 +134,9 @@ def test_hand_checked_quarter(client):
     # 2023 Q1: alpha/llama-7b (G 4) and alpha/llama-13b (MHA, G 1), 5000 downloads each.
     body = client.get("/api/v1/trends", params={"period": "quarter", "until": "2023-03-31"}).json()
     (q1,) = body["points"]
-    assert q1["period_start"] == "2023-01-01" and q1["count"] == 2
-    assert q1["shares"] == {"MHA": 0.5, "MQA": 0.0, "GQA": 0.5, "MLA": 0.0, "hybrid": 0.0, "none": 0.0}
+    assert q1["period_start"] == "2023-01-01" and q1["count"] == 2 and q1["thin"] is True
+    assert q1["shares"] == {"MHA": 0.5, "MQA": 0.0, "GQA": 0.5, "MLA": 0.0}
+    assert q1["stack_shares"] == {"attention": 1.0, "hybrid": 0.0, "attention-free": 0.0}
     assert (q1["g_p25"], q1["g_median"], q1["g_p75"]) == (1.0, 2.5, 4.0)
     # per token: 32 layers x 8 x 256 x 2 = 131072 and 32 x 32 x 256 x 2 = 524288
     assert q1["kv_median"] == (131072 + 524288) / 2
@@ -144,12 +186,33 @@ def test_csv(client, path, extra):
     ({"author": "x" * 101}, "author"),
     ({"model_type": ""}, "model_type"),
     ({"format": "xlsx"}, "format"),
+    ({"population": "everyone"}, "population"),
+    ({"min_params": -1}, "min_params"),
+    ({"weighting": "family"}, "weighting"),
 ])
 def test_bad_parameters(client, params, message):
     r = client.get("/api/v1/trends", params=params)
     assert r.status_code == 422
     body = r.json()
     assert body["ok"] is False and body["status"] == 422 and message in body["error"]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/trends", "/api/v1/trends.csv", "/trends", "/trends.json"])
+def test_unknown_parameters_are_refused_with_the_allowed_names(client, path):
+    r = client.get(path, params={"limit": 2, "period": "month"})
+    assert r.status_code == 400
+    if path.startswith("/api") or path.endswith(".json"):
+        body = r.json()
+        assert body["ok"] is False and body["status"] == 400
+        assert "unknown query parameter 'limit'" in body["error"] and "population" in body["error"]
+
+
+def test_period_defaults_to_the_finest_with_five_models_per_median_period(client):
+    body = client.get("/api/v1/trends", params={"population": "all"}).json()
+    assert body["period_chosen"] is True
+    # 19 dated models over 32 months: the median month is empty, so quarters it is
+    assert body["period"] == "quarter"
+    assert client.get("/api/v1/trends", params={"period": "month"}).json()["period_chosen"] is False
 
 
 def test_stale_store_is_refreshed_at_start_up(tmp_path):

@@ -287,16 +287,22 @@ def test_models_bad_parameters(client, query, message):
 
 
 def test_trends_twin_and_csv_agree(client):
-    data = client.get("/trends.json?period=quarter&weighting=downloads").json()
-    assert data["params"]["period"] == "quarter" and data["params"]["weighting"] == "downloads"
+    data = client.get("/trends.json?period=quarter&weighting=count").json()
+    assert data["params"]["period"] == "quarter" and data["params"]["weighting"] == "count"
     assert data["points"] and data["points"][-1]["label"].startswith("20")
-    rows = list(csv.DictReader(io.StringIO(client.get("/trends.csv?period=quarter&weighting=downloads").text)))
+    rows = list(csv.DictReader(io.StringIO(client.get("/trends.csv?period=quarter&weighting=count").text)))
     assert [r["period_start"] for r in rows] == [p["period_start"] for p in data["points"]]
-    with_models = [p for p in data["points"] if p["weight_total"]]  # downloads: 0-download periods have no shares
+    assert [int(r["count"]) for r in rows] == [p["count"] for p in data["points"]]
+    with_models = [p for p in data["points"] if p["attn_count"]]
     assert with_models
     assert all(abs(sum(v for v in p["shares"].values() if v) - 1) < 1e-9 for p in with_models)
-    api = client.get("/api/v1/trends?period=quarter&weighting=downloads").json()
+    api = client.get("/api/v1/trends?period=quarter&weighting=count").json()
     assert [p["period_start"] for p in api["points"]] == [p["period_start"] for p in data["points"]]
+    # The snapshot's download counts are unknown: by downloads, every model is left out, and says so.
+    by_downloads = client.get("/trends.json?period=quarter&weighting=downloads").json()
+    assert all(p["weight_unknown"] == p["count"] and p["weight_total"] == 0 for p in by_downloads["points"])
+    page = client.get("/trends?period=quarter&weighting=downloads").text
+    assert "have no known download count" in page
 
 
 def test_trends_charts_carry_the_same_numbers_as_the_tables(client):
@@ -312,8 +318,8 @@ def test_trends_charts_carry_the_same_numbers_as_the_tables(client):
 
 
 def test_trends_population_filters(client):
-    org = client.get("/trends.json?author=meta-llama").json()
-    assert org["population"] == "author=meta-llama" and org["precomputed"] is False
+    org = client.get("/trends.json?author=Meta-Llama&population=all").json()
+    assert org["population"] == "all;author=Meta-Llama" and org["precomputed"] is False
     listed = client.get("/models.json?author=meta-llama&size=500").json()["rows"]
     counted = [r for r in listed if r["created_at"] and r["attention_kind"]]
     assert len(counted) >= 5 and sum(p["count"] for p in org["points"]) == len(counted)

@@ -17,7 +17,10 @@ from observatory.trend_store import (
 )
 
 
-def month(engine, when: date, weighting="count", population=Population()):
+ALL = Population("all")
+
+
+def month(engine, when: date, weighting="count", population=ALL):
     with Session(engine) as session:
         series = read_trends(session, population, "month", weighting)
     return next(p for p in series.points if p.period_start == when)
@@ -29,14 +32,15 @@ def test_refresh_writes_every_standard_series(engine):
     dated_with_geometry = [s for s in SPECS if s.created and s.config != "broken"]
     assert report.models == len(dated_with_geometry)
     with Session(engine) as session:
-        for population in (Population(), Population(min_downloads=1000), Population(min_downloads=100_000)):
+        for population in (ALL, Population("all", min_downloads=1000), Population("all", min_downloads=100_000),
+                           Population(), Population("derivatives")):
             for period in ("month", "week", "quarter"):
                 series = read_trends(session, population, period, "downloads")
-                assert series.precomputed and series.points
-        total = sum(p.count for p in read_trends(session, Population(), "quarter", "count").points)
-        big = sum(p.count for p in read_trends(session, Population(min_downloads=100_000), "quarter").points)
+                assert series.precomputed and series.points, population
+        total = sum(p.count for p in read_trends(session, ALL, "quarter", "count").points)
+        big = sum(p.count for p in read_trends(session, Population("all", min_downloads=100_000), "quarter").points)
     assert total == len(dated_with_geometry)
-    assert big == sum(1 for s in dated_with_geometry if s.downloads >= 100_000)
+    assert big == sum(1 for s in dated_with_geometry if (s.downloads or 0) >= 100_000)
 
 
 def test_a_changed_config_moves_its_model_and_counts_once(engine):
@@ -78,11 +82,11 @@ def test_plotted_rows_most_downloaded_first(engine):
     build(engine)
     refresh_trends(engine)
     with Session(engine) as session:
-        rows, total = plotted_trend_rows(session, Population(), limit=3)
+        rows, total = plotted_trend_rows(session, ALL, limit=3)
         assert [r.model_id for r in rows] == ["gamma/latent-v3", "alpha/llama-70b", "alpha/Llama_Chat"]
-        assert total == 15  # dated models with a geometry
-        rows, total = plotted_trend_rows(session, Population(author="alpha"), limit=2,
+        assert total == 19  # dated models with a geometry
+        rows, total = plotted_trend_rows(session, Population("all", author="alpha"), limit=2,
                                          since=date(2023, 2, 1), until=date(2023, 12, 31))
         assert [r.model_id for r in rows] == ["alpha/Llama_Chat", "alpha/llama-13b"] and total == 3
-        rows, total = plotted_trend_rows(session, Population(author="gamma"), limit=100)
+        rows, total = plotted_trend_rows(session, Population("all", author="Gamma"), limit=100)  # any case
         assert total == len(rows) == 5

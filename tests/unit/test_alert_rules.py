@@ -40,7 +40,9 @@ def test_defaults_are_filled_and_the_key_ignores_spelling():
     assert R.make_rule("kind_share", {"threshold": 0.3}).key != a.key
     assert R.make_rule("kind_share", {}, {"author": "acme"}).key != R.make_rule("kind_share").key
     assert a.title == "Share of MLA >= 20% (month)"
-    assert R.make_rule("median_g_shift", {}, {"min_downloads": 1000}).title.endswith("[min_downloads=1000]")
+    assert R.make_rule("median_g_shift", {}, {"min_downloads": 1000}).title.endswith("[originals;min_downloads=1000]")
+    assert R.make_rule("median_g_shift", {}, {"lineage": "all"}).title.endswith("[all]")
+    assert R.make_rule("median_g_shift").population == Population("originals")
 
 
 @pytest.mark.parametrize(("kind", "params", "population", "message"), [
@@ -58,6 +60,9 @@ def test_defaults_are_filled_and_the_key_ignores_spelling():
     ("new_dialect", {}, {"min_downloads": -1}, "min_downloads"),
     ("new_dialect", {}, {"author": "<script>"}, "population.author"),
     ("new_dialect", {}, {"colour": "red"}, "unknown field"),
+    ("new_dialect", {}, {"lineage": "everyone"}, "population.lineage"),
+    ("new_dialect", {}, {"min_params": -5}, "population.min_params"),
+    ("kind_share", {"min_models": 2}, {}, "min_models must be at least 5"),
 ])
 def test_bad_definitions_are_refused_with_every_reason(kind, params, population, message):
     with pytest.raises(R.RuleError) as info:
@@ -113,9 +118,10 @@ def test_fingerprint_depends_on_rule_and_labels_only():
 
 def test_kind_share_band_fire_hold_clear():
     spec = R.make_rule("kind_share", {"kind": "MLA", "threshold": 0.2, "hysteresis": 0.05})
+    before = month_rows(12, gqa=9, mha=1, year=2024)  # 0 % MLA: a rise past 20 % is a crossing
 
     def state(mla: int, other: int) -> str:
-        result = R.evaluate_trend_rule(spec, month_rows(1, gqa=other - 1, mha=1, mla=mla))
+        result = R.evaluate_trend_rule(spec, before + month_rows(1, gqa=other - 1, mha=1, mla=mla))
         assert result.judged
         (finding,) = result.findings
         return finding.state
@@ -147,7 +153,8 @@ def test_a_partial_period_is_not_judged_until_it_has_enough_models():
 
 
 def test_download_weighting_changes_the_verdict():
-    rows = month_rows(1, gqa=9) + [row("big/mla", date(2025, 1, 20), "MLA", downloads=1000)]
+    rows = month_rows(12, gqa=9, year=2024) + month_rows(1, gqa=9) + [row("big/mla", date(2025, 1, 20), "MLA",
+                                                                          downloads=1000)]
     by_count = R.make_rule("kind_share", {"kind": "MLA", "threshold": 0.2})
     by_downloads = R.make_rule("kind_share", {"kind": "MLA", "threshold": 0.2, "weighting": "downloads"})
     assert R.evaluate_trend_rule(by_count, rows).findings[0].state == "clear"
@@ -156,7 +163,7 @@ def test_download_weighting_changes_the_verdict():
 
 def test_g_over_16_share():
     spec = R.make_rule("g_over_16_share", {"threshold": 0.25})
-    rows = month_rows(1, gqa=6, g=4) + month_rows(1, gqa=2, g=32, prefix="big")
+    rows = month_rows(12, gqa=6, g=4, year=2024) + month_rows(1, gqa=6, g=4) + month_rows(1, gqa=2, g=32, prefix="big")
     (finding,) = R.evaluate_trend_rule(spec, rows).findings
     assert finding.state == "fire" and finding.value == 0.25
     assert {m["group_size"] for m in finding.details["models"]} == {32.0}
@@ -245,3 +252,46 @@ def test_dialect_rule_findings():
     kinds_only = R.evaluate_dialect_rule(R.make_rule("new_dialect", {"watch": "kinds"}), rows).findings
     assert [f.labels["what"] for f in kinds_only] == ["kind"]
     assert R.population_filter(Population(model_type="zz"), rows) == rows[1:3]
+
+
+# ---- crossings only ----------------------------------------------------------------------------
+
+
+def test_a_share_that_stays_past_its_threshold_is_no_news():
+    # "The share of MHA is 0.0% in 2025-07 (was 0.0% in 2025-06); threshold <= 5%" must stay silent.
+    spec = R.make_rule("kind_share", {"kind": "MHA", "direction": "below", "threshold": 0.05})
+    rows = month_rows(6, gqa=8) + month_rows(7, gqa=9)
+    (finding,) = R.evaluate_trend_rule(spec, rows).findings
+    assert finding.state == "hold" and finding.value == 0
+    assert R.transition(None, finding, stateful=True, judged=True) == "none"
+
+
+def test_without_an_earlier_judged_period_there_is_no_crossing():
+    spec = R.make_rule("kind_share", {"kind": "MLA", "threshold": 0.2})
+    rows = month_rows(3, gqa=2) + month_rows(4, gqa=4, mla=4)  # March is thin: nothing to compare with
+    (finding,) = R.evaluate_trend_rule(spec, rows).findings
+    assert finding.state == "hold" and finding.details["before"] is None
+
+
+def test_the_previous_judged_period_may_be_further_back_than_a_thin_one():
+    spec = R.make_rule("kind_share", {"kind": "MLA", "threshold": 0.2})
+    rows = month_rows(2, gqa=6) + month_rows(3, mla=2) + month_rows(4, gqa=4, mla=4)
+    (finding,) = R.evaluate_trend_rule(spec, rows).findings
+    assert finding.state == "fire" and finding.details["before"]["period"] == "2025-02"
+
+
+def test_a_long_past_period_is_never_judged():
+    # July 2025 qualifies, but the months after it hold models too few to judge: the rule says
+    # nothing rather than report on a month long gone.
+    spec = R.make_rule("kind_share", {"kind": "MHA", "direction": "below", "threshold": 0.05})
+    rows = month_rows(6, gqa=5, mha=5) + month_rows(7, gqa=9) + month_rows(9, gqa=1) + month_rows(11, gqa=2)
+    assert R.evaluate_trend_rule(spec, rows) == R.RuleResult([], judged=False)
+
+
+def test_share_of_a_stack_type():
+    spec = R.make_rule("kind_share", {"kind": "hybrid", "threshold": 0.3})
+    before = month_rows(1, gqa=6)
+    now = month_rows(2, gqa=3) + [row(f"h{i}/m", date(2025, 2, 20 + i), hybrid=True) for i in range(3)]
+    (finding,) = R.evaluate_trend_rule(spec, before + now).findings
+    assert finding.state == "fire" and finding.value == 0.5
+    assert {m["kind"] for m in finding.details["models"]} == {"GQA hybrid"}

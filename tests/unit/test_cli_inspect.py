@@ -146,3 +146,51 @@ def test_console_script_single_file_stdin_and_error():
     broken = console("inspect", "-", stdin=b'{"n_head": 0, "n_layer": 2, "n_embd": 64}')
     assert broken.returncode == 1 and broken.stdout == b""
     assert broken.stderr == b"Error: <stdin>: n_head is 0; it must be at least 1\n"
+
+
+def test_whisper_exits_zero_with_decoder_numbers():
+    path = str(CONFIG_DIR / "openai__whisper-large-v3-turbo.json")
+    result = run(path)
+    assert result.exit_code == 0, result.output
+    for fragment in ("MHA: H=20, K=20, G=1, d=64", "4 decoder (encoder: 32), of which 4 hold a KV cache",
+                     "10,240 elements = 20,480 bytes (bf16) per generated token",
+                     "cross-attn     10,240 elements = 20,480 bytes per source (encoder) token"):
+        assert fragment in result.stdout, fragment
+    report = json.loads(run("--json", "--dtype", "fp8", path).stdout)
+    assert report["is_encoder_decoder"] and report["encoder_layers"] == 32 and report["num_layers"] == 4
+    assert report["kv_cache_bytes_per_token"] == report["cross_kv_cache_bytes_per_source_token"] == 10240
+
+
+def test_t5_with_fewer_decoder_than_encoder_layers_from_stdin():
+    cfg = json.loads((CONFIG_DIR / "google-t5__t5-small.json").read_text()) | {"num_layers": 24, "num_decoder_layers": 4}
+    result = run("--json", "-", input=json.dumps(cfg))
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert (report["num_layers"], report["encoder_layers"], report["kv_layers"]) == (4, 24, 4)
+    assert report["kv_cache_elements_per_token"] == 4 * 2 * 8 * 64 and report["kv_cache_bytes_per_token"] == 8192
+    assert report["kv_at_context"]["4096"]["bytes"] == 4096 * 8192
+    assert "4 decoder (encoder: 24), of which 4 hold a KV cache" in run("-", input=json.dumps(cfg)).stdout
+
+
+def test_encoder_only_model_has_no_cache_table():
+    result = run(str(CONFIG_DIR / "google-bert__bert-base-uncased.json"))
+    assert result.exit_code == 0, result.output
+    assert "12 encoder layers, none of which holds a KV cache" in result.stdout and "128k" not in result.stdout
+    report = json.loads(run("--json", str(CONFIG_DIR / "google-bert__bert-base-uncased.json")).stdout)
+    assert report["encoder_only"] and report["kv_cache_bytes_per_token"] == 0 and report["saving_ratio"] is None
+    assert report["kv_at_context"]["131072"]["bytes"] == 0
+
+
+def test_uncertain_geometry_is_flagged():
+    cfg = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 3,
+           "layer_types": ["full_attention", "wavelet", "wavelet"]}
+    result = run("-", input=json.dumps(cfg))
+    assert result.exit_code == 0 and "uncertain      yes" in result.stdout
+    assert 'unknown layer type "wavelet" counted as a full KV layer (upper bound)' in result.stdout
+    assert json.loads(run("--json", "-", input=json.dumps(cfg)).stdout)["uncertain"] is True
+
+
+def test_gemma4_per_layer_heads_and_dims_in_the_summary():
+    out = run(str(CONFIG_DIR / "google__gemma-4-26B-A4B.json")).stdout
+    assert "K=8 (2 on some layers), G=2, d=256 (512 on full-attention layers)" in out
+    assert "112,640 elements = 225,280 bytes (bf16)" in out

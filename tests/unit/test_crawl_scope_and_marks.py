@@ -54,7 +54,7 @@ def test_listing_entry_normalises_untrusted_fields():
     from observatory.hub.listing import from_model_info
 
     entry = from_model_info(info)
-    assert entry.created_at == T and entry.gated == "manual" and entry.downloads == 0 and entry.likes == 0
+    assert entry.created_at == T and entry.gated == "manual" and entry.downloads is None and entry.likes is None  # unknown, not 0
     assert entry.files is None and entry.has_config is None and len(entry.pipeline_tag) == 100 and entry.tags == ()
     assert from_model_info(ModelInfo(id="a/b", gated=False)).gated == "false"
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import observatory
-from observatory.core.geometry import PARSER_VERSION, Geometry, parse_config_text, parse_geometry
+from observatory.core.geometry import PARSER_VERSION, Geometry, GeometryError, parse_config_text, parse_geometry
+from observatory.core.kvcache import cache_bytes
 
 CONFIG_DIR = Path(observatory.__file__).parent / "data" / "configs"
 EXPECTED = json.loads((Path(__file__).parents[1] / "data" / "expected.json").read_text())
@@ -51,6 +52,16 @@ def test_real_config_matches_expected(expected):
         assert [i for i, k in enumerate(geom.layer_kinds) if k == "full"] == window_layers["full_attention_layers"]
     if "mla" in expected:
         assert geom.mla.to_dict() == expected["mla"]
+    encdec = expected.get("encoder_decoder")
+    assert geom.is_encoder_decoder == bool(encdec) and geom.encoder_only == expected.get("encoder_only", False)
+    if encdec:
+        assert geom.encoder_layers == encdec["encoder_layers"]
+        assert geom.cross_kv_elements_per_source_token == encdec["cross_kv_elements_per_source_token"]
+    if "head_dims_per_layer_full" in expected:  # Gemma-4: full layers at global_head_dim and global KV heads
+        full = [i for i, k in enumerate(geom.layer_kinds) if k == "full"]
+        assert {geom.head_dims_per_layer[i] for i in full} == {expected["head_dims_per_layer_full"]}
+        assert {geom.kv_heads_per_layer[i] for i in full} == {expected["kv_heads_full"]}
+    assert not geom.uncertain
     assert sum(geom.layer_kv_elements()) == geom.kv_elements_per_token
     json.dumps(geom.to_dict(), allow_nan=False)  # JSON-safe, no NaN/Infinity leaking through
 
@@ -288,10 +299,13 @@ def test_nested_null_is_not_replaced_by_a_default():
     assert (geom.num_query_heads, geom.num_kv_heads, geom.sliding_window) == (32, 8, None)
 
 
-@pytest.mark.parametrize("path", ["llm_config", "language_config", "thinker_config.text_config", "decoder"])
+@pytest.mark.parametrize("path", ["llm_config", "language_config", "thinker_config.text_config", "decoder",
+                                  "llm_cfg", "language_model_config", "lm_config"])  # llm_cfg: VILA / NVILA
 def test_other_nested_sections(path):
     inner = {"hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 2, "num_hidden_layers": 24}
-    cfg: dict = {"model_type": "wrapper", "vision_config": {"num_attention_heads": 12, "num_hidden_layers": 12}}
+    cfg: dict = {"model_type": "wrapper", "vision_config": {"num_attention_heads": 12, "num_hidden_layers": 12},
+                 "vision_tower_cfg": {"num_attention_heads": 16, "num_hidden_layers": 27},
+                 "mm_projector_cfg": {"num_attention_heads": 1, "num_hidden_layers": 2}}
     node = cfg
     *parents, last = path.split(".")
     for part in parents:
@@ -398,11 +412,17 @@ def test_head_dim_spellings_and_rotary_keys():
     assert rotary.head_dim == 128
 
 
-def test_unknown_layer_types_are_reported():
+def test_unknown_layer_types_never_lower_the_count():
+    # Two thirds of the layers are of types nobody knows: each is counted as a full KV layer (an upper
+    # bound) and the geometry is marked uncertain, instead of being silently under-counted 3x.
     geom = parse_geometry(LLAMA | {"num_hidden_layers": 3,
                                    "layer_types": ["full_attention", "fancy_attention", "wormhole"]})
-    assert geom.layer_kinds == ("full", "full", "other") and geom.kv_layers == 2
-    assert len([w for w in geom.warnings if "unknown layer type" in w]) == 2
+    assert geom.layer_kinds == ("full", "full", "full") and geom.kv_layers == 3
+    assert geom.kv_elements_per_token == 3 * 2 * 32 * 128 and geom.uncertain
+    unknown = [w for w in geom.warnings if "unknown layer type" in w]
+    assert unknown == ['layer_types[1]: unknown layer type "fancy_attention" counted as a full KV layer (upper bound)',
+                       'layer_types[2]: unknown layer type "wormhole" counted as a full KV layer (upper bound)']
+    assert not parse_geometry(LLAMA | {"layer_types": ["full_attention"] * 32}).uncertain
 
 
 def test_gpt_neo_local_layers_slide_on_window_size():
@@ -422,3 +442,165 @@ def test_gpt_j_window_size_is_not_a_sliding_window():
     cfg = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "n_layer": 28, "window_size": 256, "rotary_dim": 64}
     geom = parse_geometry(cfg)
     assert geom.sliding_window is None and geom.sliding_layers == 0 and geom.head_dim == 256
+
+
+# --- issue 11: KV sharing, per-layer head dims, encoder-only, encoder-decoder, wrappers, defaults --------
+
+
+def test_gemma4_full_layers_use_global_head_dim_and_global_kv_heads():
+    geom = load("google__gemma-4-26B-A4B.json")
+    assert geom.sources["head_dim_full_layers"] == "text_config.global_head_dim"
+    assert geom.sources["num_kv_heads_full_layers"] == "text_config.num_global_key_value_heads"
+    sliding, full = layers_of(geom, "sliding"), layers_of(geom, "full")
+    per_layer = geom.layer_kv_elements()
+    assert {per_layer[i] for i in sliding} == {2 * 8 * 256} and {per_layer[i] for i in full} == {2 * 2 * 512}
+    # Windows still cap the sliding layers at 1024 tokens; the full layers grow with the context.
+    assert cache_bytes(geom, 131072) == 2 * (25 * 2 * 8 * 256 * 1024 + 5 * 2 * 2 * 512 * 131072)
+
+
+def test_global_kv_heads_need_attention_k_eq_v():
+    text = json.loads((CONFIG_DIR / "google__gemma-4-26B-A4B.json").read_text())["text_config"]
+    geom = parse_geometry({"model_type": "gemma4", "text_config": text | {"attention_k_eq_v": False}})
+    assert geom.kv_heads_per_layer is None and geom.num_kv_heads == 8  # as transformers does: ignored
+    assert geom.sources["num_global_key_value_heads"].startswith("ignored")
+
+
+def gemma4_e2b(**changes) -> dict:
+    """The Gemma-4 E2B text section as its model card gives it: 35 layers, every 5th full, 20 shared."""
+    text = {"model_type": "gemma4_text", "hidden_size": 1536, "num_hidden_layers": 35, "num_attention_heads": 8,
+            "num_key_value_heads": 1, "head_dim": 256, "global_head_dim": 512, "sliding_window": 512,
+            "num_kv_shared_layers": 20, "attention_k_eq_v": False,
+            "layer_types": (["sliding_attention"] * 4 + ["full_attention"]) * 7}
+    return {"model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"], "text_config": text | changes}
+
+
+def test_kv_shared_layers_store_nothing():
+    geom = parse_geometry(gemma4_e2b())
+    assert geom.layer_kinds[15:] == ("shared",) * 20 and geom.kv_layers == 15
+    assert layers_of(geom, "full") == [4, 9, 14] and geom.sliding_layers == 12
+    # 12 sliding layers at 2*1*256 and 3 full at 2*1*512; counting all 35 at head_dim 256 was ~2x over.
+    assert geom.kv_elements_per_token == 12 * 512 + 3 * 1024 == 9216
+    assert parse_geometry(gemma4_e2b(num_kv_shared_layers=0, global_head_dim=256)).kv_elements_per_token == 35 * 512
+    assert not geom.is_hybrid and geom.sources["num_kv_shared_layers"] == "text_config.num_kv_shared_layers"
+
+
+def test_gemma3n_text_section_takes_its_sharing_default():
+    cfg = {"model_type": "gemma3n", "text_config": {"model_type": "gemma3n_text", "hidden_size": 2048,
+                                                     "num_hidden_layers": 35, "head_dim": 256,
+                                                     "layer_types": (["sliding_attention"] * 4 + ["full_attention"]) * 7}}
+    geom = parse_geometry(cfg)  # transformers drops num_kv_shared_layers=15 when it saves: its default
+    assert geom.kv_layers == 20 and geom.sources["num_kv_shared_layers"] == "default:gemma3n_text.num_kv_shared_layers"
+    assert geom.kv_elements_per_token == 20 * 2 * 2 * 256
+
+
+def test_too_many_shared_layers_is_an_error():
+    with pytest.raises(GeometryError, match="num_kv_shared_layers=36 exceeds the 35 layers"):
+        parse_geometry(gemma4_e2b(num_kv_shared_layers=36))
+
+
+@pytest.mark.parametrize("name", ["google-bert__bert-base-uncased.json", "sentence-transformers__all-MiniLM-L6-v2.json"])
+def test_encoder_only_models_hold_no_cache(name):
+    geom = load(name)
+    assert geom.encoder_only and geom.attention_kind == "MHA" and geom.kv_layers == 0
+    assert geom.kv_elements_per_token == 0 and set(geom.layer_kinds) == {"encoder"}
+    assert cache_bytes(geom, 4096) == 0 and geom.sources["encoder_only"] == "model_type=bert"
+
+
+def test_encoder_only_by_architecture_and_is_decoder_switch():
+    masked = parse_geometry({"architectures": ["NewModelForMaskedLM"], "hidden_size": 768, "num_attention_heads": 12,
+                             "num_hidden_layers": 12})
+    assert masked.encoder_only and masked.sources["encoder_only"] == "architectures=NewModelForMaskedLM"
+    decoder = parse_geometry({"model_type": "bert", "is_decoder": True, "hidden_size": 768,
+                              "num_attention_heads": 12, "num_hidden_layers": 12})
+    assert not decoder.encoder_only and decoder.kv_layers == 12  # BertLMHeadModel as a decoder caches
+
+
+def test_whisper_counts_the_decoder_not_num_hidden_layers():
+    geom = load("openai__whisper-large-v3-turbo.json")  # num_hidden_layers=32 is the encoder's depth
+    assert (geom.num_layers, geom.encoder_layers, geom.kv_layers) == (4, 32, 4)
+    assert geom.sources["num_layers"] == "decoder_layers" and geom.sources["num_query_heads"] == "decoder_attention_heads"
+    assert geom.sources["encoder_layers"] == "encoder_layers" and geom.max_position_embeddings == 448
+    assert geom.kv_elements_per_token == geom.cross_kv_elements_per_source_token == 4 * 2 * 20 * 64
+
+
+def t5(**changes) -> dict:
+    return json.loads((CONFIG_DIR / "google-t5__t5-small.json").read_text()) | changes
+
+
+def test_t5_with_fewer_decoder_than_encoder_layers():
+    geom = parse_geometry(t5(num_layers=24, num_decoder_layers=4))
+    assert (geom.num_layers, geom.encoder_layers, geom.kv_layers) == (4, 24, 4)
+    assert geom.kv_elements_per_token == 4 * 2 * 8 * 64 and geom.sources["head_dim"] == "d_kv"
+    mirrored = parse_geometry(t5(num_layers=24, num_decoder_layers=None))  # T5Config: defaults to num_layers
+    assert mirrored.num_layers == 24 and mirrored.sources["num_layers"] == "default:num_decoder_layers=num_layers"
+
+
+def test_t5_d_kv_need_not_be_d_model_over_heads():
+    geom = parse_geometry(t5(d_model=1024, num_heads=128, d_kv=128, num_layers=24, num_decoder_layers=24))
+    assert geom.head_dim == 128 and geom.kv_elements_per_token == 24 * 2 * 128 * 128  # T5-11B's shape
+
+
+def test_nested_decoder_of_an_encoder_decoder_wrapper():
+    cfg = {"model_type": "vision-encoder-decoder", "is_encoder_decoder": True,
+           "encoder": {"model_type": "vit", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12},
+           "decoder": {"model_type": "trocr", "d_model": 1024, "decoder_attention_heads": 16, "decoder_layers": 12}}
+    geom = parse_geometry(cfg)
+    assert geom.is_encoder_decoder and (geom.num_layers, geom.num_query_heads, geom.head_dim) == (12, 16, 64)
+    assert geom.encoder_layers == 12 and geom.sources["num_layers"] == "decoder.decoder_layers"
+
+
+def test_encoder_decoder_without_decoder_heads_is_an_error():
+    with pytest.raises(GeometryError, match="no decoder attention head count"):
+        parse_geometry({"model_type": "bart", "d_model": 1024, "decoder_layers": 12, "encoder_layers": 12})
+
+
+SANTACODER = {"_name_or_path": "bigcode/santacoder", "architectures": ["GPT2LMHeadCustomModel"],
+              "attention_head_type": "multiquery", "model_type": "gpt2", "n_embd": 2048, "n_head": 16,
+              "n_inner": 8192, "n_layer": 24, "n_positions": 2048}
+
+
+def test_original_santacoder_attention_head_type():
+    geom = parse_geometry(SANTACODER)  # the same weights in gpt_bigcode format say multi_query: true
+    assert (geom.attention_kind, geom.num_kv_heads, geom.head_dim) == ("MQA", 1, 128)
+    assert geom.sources["num_kv_heads"] == "attention_head_type" and geom.kv_elements_per_token == 24 * 2 * 128
+    assert parse_geometry(SANTACODER | {"attention_head_type": "multihead"}).attention_kind == "MHA"
+    odd = parse_geometry(SANTACODER | {"attention_head_type": "grouped"})
+    assert odd.num_kv_heads == 16 and odd.uncertain and any("upper bound" in w for w in odd.warnings)
+
+
+def test_nested_sections_never_read_encoders_or_projectors():
+    cfg = {"model_type": "wrapper", "hidden_size": 1024, "num_hidden_layers": 24,
+           "vision_tower_cfg": {"num_attention_heads": 16, "num_hidden_layers": 24},
+           "speech_encoder": {"num_attention_heads": 8, "num_hidden_layers": 12}}
+    with pytest.raises(GeometryError, match="no attention head count"):
+        parse_geometry(cfg)
+
+
+def test_qwen2_family_sliding_window_is_off_without_the_switch():
+    qwen = LLAMA | {"model_type": "qwen2", "num_key_value_heads": 4, "sliding_window": 32768,
+                    "max_window_layers": 28, "max_position_embeddings": 131072}
+    geom = parse_geometry(qwen)  # Qwen2Config: use_sliding_window defaults to false
+    assert geom.sliding_window is None and geom.sliding_layers == 0
+    assert any("which qwen2 defaults to false" in w for w in geom.warnings)
+    assert cache_bytes(geom, 131072) == 131072 * geom.kv_elements_per_token * 2
+    on = parse_geometry(qwen | {"use_sliding_window": True})
+    assert on.sliding_window == 32768 and layers_of(on, "sliding") == [28, 29, 30, 31]
+    mistral = parse_geometry(qwen | {"model_type": "mistral"})  # Mistral has no switch: the window binds
+    assert mistral.sliding_layers == 32
+
+
+def test_explicit_null_takes_the_family_default_with_a_warning():
+    text = {"model_type": "gemma3_text", "hidden_size": 2560, "num_attention_heads": 8, "num_hidden_layers": 34,
+            "num_key_value_heads": None, "head_dim": None, "sliding_window": 1024, "sliding_window_pattern": 6}
+    geom = parse_geometry({"model_type": "gemma3", "text_config": text})
+    assert (geom.attention_kind, geom.num_kv_heads, geom.head_dim) == ("GQA", 4, 256)  # not MHA at 2560/8=320
+    assert "text_config.num_key_value_heads is null; using the gemma3_text default num_key_value_heads=4" in geom.warnings
+    assert "text_config.head_dim is null; using the gemma3_text default head_dim=256" in geom.warnings
+    omitted = parse_geometry({"model_type": "gemma3", "text_config": {k: v for k, v in text.items() if v is not None}})
+    assert (omitted.num_kv_heads, omitted.head_dim, omitted.kv_elements_per_token) == (4, 256, geom.kv_elements_per_token)
+
+
+def test_known_transformers_layer_types_are_not_uncertain():
+    kinds = ["indexed_attention", "hybrid_sliding", "dummy", "reference_sliding_attention"]
+    geom = parse_geometry(LLAMA | {"num_hidden_layers": 4, "sliding_window": 128, "layer_types": kinds})
+    assert geom.layer_kinds == ("full", "sliding", "mlp", "sliding") and not geom.uncertain

@@ -173,3 +173,22 @@ def test_max_sequences():
 def test_bad_arguments(call):
     with pytest.raises(ValueError):
         call(parse_geometry(LLAMA2_70B))
+
+
+def test_kv_shared_layers_add_nothing_at_any_context():
+    text = {"model_type": "gemma4_text", "hidden_size": 1536, "num_hidden_layers": 10, "num_attention_heads": 8,
+            "num_key_value_heads": 1, "head_dim": 256, "global_head_dim": 512, "sliding_window": 512,
+            "num_kv_shared_layers": 5, "layer_types": (["sliding_attention"] * 4 + ["full_attention"]) * 2}
+    geom = parse_geometry({"model_type": "gemma4", "text_config": text})
+    # Layers 0-3 slide (512 elements a token, capped at 512 tokens), layer 4 is full at d=512; 5-9 reuse.
+    assert geom.layer_kv_elements() == (512,) * 4 + (1024,) + (0,) * 5
+    assert cache_bytes(geom, 100_000) == 2 * (4 * 512 * 512 + 1024 * 100_000)
+    counter = mha_counterfactual(geom)  # K = H = 8, same per-layer head dims, sharing kept
+    assert counter.layer_kv_elements() == (8 * 512,) * 4 + (8 * 1024,) + (0,) * 5
+
+
+def test_encoder_only_geometry_has_no_cache_anywhere():
+    geom = parse_geometry({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12,
+                           "num_hidden_layers": 12})
+    assert cache_bytes(geom, 512) == 0 and saving_ratio(geom) is None
+    assert max_tokens(geom, 80e9) is None and max_sequences(geom, 80e9, 512) is None

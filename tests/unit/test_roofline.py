@@ -33,7 +33,7 @@ def test_llama3_8b_decode_attention_by_hand():
     assert est.bound == "memory"
     assert est.time_s == pytest.approx(kv / 4.8e12)
     assert est.tokens_per_s == pytest.approx(1 / est.time_s)
-    assert est.calls == 32 and est.fits
+    assert est.calls == 32 and est.cache_fits and est.fits is None  # no weights counted: cannot say
 
 
 def test_fixed_cost_per_call_keeps_small_shapes_realistic():
@@ -90,6 +90,7 @@ def test_machines_without_published_flops_are_memory_bound():
     assert roofline.decode_estimate(LLAMA3_8B, cpu, 4096, 1, "fp32", per_call_s=0).time_s == pytest.approx(
         cache_bytes(LLAMA3_8B, 4096, 1, "fp32") / 20e9)
     assert roofline.decode_estimate(LLAMA3_8B, cpu, 4096, 1).fits is None
+    assert roofline.decode_estimate(LLAMA3_8B, cpu, 4096, 1).cache_fits is None
 
 
 def test_max_batch():
@@ -108,7 +109,7 @@ def test_sweep_has_every_context_and_batch_with_the_mha_counterfactual():
     assert big["mha"]["kv_bytes"] == 4 * big["gqa"]["kv_bytes"]  # G = 4
     assert big["speedup"] == pytest.approx(4, rel=0.01)  # memory-bound: time scales with bytes
     assert rows[0]["speedup"] < big["speedup"]  # the fixed per-call cost narrows the gap at small shapes
-    assert big["gqa"]["fits"] is False
+    assert big["gqa"]["cache_fits"] is False and big["gqa"]["fits"] is None
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -158,3 +159,30 @@ def test_estimate_is_plain_data():
     data = roofline.decode_estimate(LLAMA3_8B, H200, 4096, 1).to_dict()
     assert set(data) >= {"flops", "bytes", "intensity", "bound", "time_s", "tokens_per_s", "fits"}
     assert all(not isinstance(v, float) or math.isfinite(v) for v in data.values())
+
+
+LLAMA31_70B = parse_geometry({"model_type": "llama", "num_attention_heads": 64, "num_key_value_heads": 8,
+                              "hidden_size": 8192, "num_hidden_layers": 80})
+
+
+def test_fits_means_weights_and_cache_and_never_contradicts_max_batch():
+    # Llama-3.1-70B on one H100 (80 GB) at 32k: the cache alone (10.7 GB) fits, the 141 GB of
+    # bf16 weights do not, so "fits" is false, max batch is 0 and two devices hold the weights.
+    h100 = get_device("h100-sxm")
+    params = 70_553_706_496
+    attention = roofline.decode_estimate(LLAMA31_70B, h100, 32768, 1)
+    whole = roofline.decode_estimate(LLAMA31_70B, h100, 32768, 1, params=params)
+    assert attention.cache_fits is True and attention.fits is None
+    assert whole.cache_fits is True and whole.fits is False
+    assert roofline.max_batch(LLAMA31_70B, h100, 32768, params=params) == 0
+    assert roofline.devices_for_weights(h100, params) == 2  # ceil(141.1 GB / 80 GB)
+    two = roofline.decode_estimate(LLAMA31_70B, h100, 32768, 1, params=params, devices=2)
+    assert two.fits is True and two.devices == 2
+    # ideal tensor parallelism: twice the bandwidth, half the memory time
+    assert two.memory_s == pytest.approx(whole.memory_s / 2)
+    assert roofline.devices_for_weights(h100, None) is None
+
+
+def test_devices_must_be_a_whole_number():
+    with pytest.raises(ValueError, match="devices"):
+        roofline.decode_estimate(LLAMA31_70B, get_device("h100-sxm"), 4096, 1, devices=0)

@@ -9,23 +9,30 @@ from datetime import date, datetime, timezone
 import pytest
 
 from observatory.core.trends import (
-    KIND_BUCKETS,
+    ATTENTION_KINDS,
     SIZE_CLASSES,
+    STACKS,
+    THIN_N,
+    TrendColumns,
     TrendRow,
+    attention_stack,
     compute_trend_points,
-    kind_bucket,
+    default_period,
+    describe_kind,
+    in_population,
     next_period,
     period_start,
+    population_mask,
     size_class,
     weighted_quantiles,
 )
 
 
-def row(model_id, when, kind="GQA", g=None, kv=None, params=None, downloads=0, hybrid=False):
+def row(model_id, when, kind="GQA", g=None, kv=None, params=None, downloads=0, hybrid=False, **extra):
     created = datetime(*when, tzinfo=timezone.utc) if when else None
     return TrendRow(model_id=model_id, author=model_id.split("/")[0], model_type="llama", created_at=created,
                     attention_kind=kind, is_hybrid=hybrid, group_size=g, kv_bytes_per_token=kv,
-                    num_parameters=params, downloads=downloads)
+                    num_parameters=params, downloads=downloads, **extra)
 
 
 # January 2025: six models, one undated model, nothing in February, one model in March.
@@ -82,12 +89,14 @@ def test_zero_weights_are_ignored_and_all_zero_is_none():
 
 # --- buckets, classes, periods --------------------------------------------------------------
 
-@pytest.mark.parametrize("kind, hybrid, bucket", [
-    ("GQA", False, "GQA"), ("GQA", True, "hybrid"), ("MLA", True, "hybrid"), ("MHA", False, "MHA"),
-    ("MQA", False, "MQA"), ("MLA", False, "MLA"), ("none", False, "none"), ("none", True, "none"),
+@pytest.mark.parametrize("kind, hybrid, stack, label", [
+    ("GQA", False, "attention", "GQA"), ("GQA", True, "hybrid", "GQA hybrid"), ("MLA", True, "hybrid", "MLA hybrid"),
+    ("MHA", False, "attention", "MHA"), ("MQA", False, "attention", "MQA"), ("MLA", False, "attention", "MLA"),
+    ("none", False, "attention-free", "attention-free"), ("none", True, "attention-free", "attention-free"),
 ])
-def test_kind_bucket(kind, hybrid, bucket):
-    assert kind_bucket(kind, hybrid) == bucket
+def test_stack_type_and_label(kind, hybrid, stack, label):
+    assert attention_stack(kind, hybrid) == stack
+    assert describe_kind(kind, hybrid) == label
 
 
 @pytest.mark.parametrize("params, cls", [
@@ -135,10 +144,14 @@ def test_monthly_counts_with_an_empty_month_between():
 def test_january_by_count():
     jan = compute_trend_points(ROWS, "month", "count")[0]
     assert jan.weight_total == 6
-    # a, b GQA; c MHA; d hybrid (GQA layers but mixed); e MLA; f attention-free
-    assert jan.shares == pytest.approx({"MHA": 1 / 6, "MQA": 0, "GQA": 2 / 6, "MLA": 1 / 6, "hybrid": 1 / 6,
-                                        "none": 1 / 6})
+    # a, b GQA; c MHA; d a hybrid whose attention layers use GQA; e MLA; f attention-free.
+    # Kinds among the five with attention layers: GQA a, b, d; MHA c; MLA e.
+    assert jan.attn_count == 5
+    assert jan.shares == pytest.approx({"MHA": 1 / 5, "MQA": 0, "GQA": 3 / 5, "MLA": 1 / 5})
     assert sum(jan.shares.values()) == pytest.approx(1)
+    # Stack types among all six: attention a, b, c, e; hybrid d; attention-free f.
+    assert jan.stack_shares == pytest.approx({"attention": 4 / 6, "hybrid": 1 / 6, "attention-free": 1 / 6})
+    assert jan.weight_unknown == jan.encoder_only == jan.uncertain == 0 and not jan.thin
     # G over c, a, b, d = [1, 4, 8, 32]: boundaries at 1, 2, 3 -> 2.5, 6, 20; one of four above 16
     assert jan.g_count == 4
     assert (jan.g_p25, jan.g_median, jan.g_p75) == (2.5, 6, 20)
@@ -155,8 +168,9 @@ def test_january_by_downloads():
     jan = compute_trend_points(ROWS, "month", "downloads")[0]
     assert jan.count == 6
     assert jan.weight_total == 200  # 10 + 30 + 0 + 60 + 100 + 0
-    assert jan.shares == pytest.approx({"MHA": 0, "MQA": 0, "GQA": 40 / 200, "MLA": 100 / 200,
-                                        "hybrid": 60 / 200, "none": 0})
+    # with attention layers: a 10, b 30, c 0, d 60 (GQA) and e 100 (MLA); W = 200
+    assert jan.shares == pytest.approx({"MHA": 0, "MQA": 0, "GQA": 100 / 200, "MLA": 100 / 200})
+    assert jan.stack_shares == pytest.approx({"attention": 140 / 200, "hybrid": 60 / 200, "attention-free": 0})
     # G pairs with weight: (4, 10), (8, 30), (32, 60); W = 100, cumulative 10, 40, 100
     # q=.25 -> 25 -> 8; q=.5 -> 50 -> 32; q=.75 -> 32. The MHA model (0 downloads) weighs nothing.
     assert (jan.g_p25, jan.g_median, jan.g_p75) == (8, 32, 32)
@@ -170,7 +184,9 @@ def test_january_by_downloads():
 def test_empty_period_has_no_statistics():
     feb = compute_trend_points(ROWS, "month", "count")[1]
     assert feb.count == 0 and feb.weight_total == 0 and feb.g_count == 0 and feb.kv_count == 0
-    assert set(feb.shares) == set(KIND_BUCKETS) and all(v is None for v in feb.shares.values())
+    assert set(feb.shares) == set(ATTENTION_KINDS) and all(v is None for v in feb.shares.values())
+    assert set(feb.stack_shares) == set(STACKS) and all(v is None for v in feb.stack_shares.values())
+    assert feb.thin
     assert feb.g_median is None and feb.share_g_over_16 is None and feb.kv_median is None
     assert set(feb.kv_by_size) == set(SIZE_CLASSES)
 
@@ -220,9 +236,12 @@ def test_columns_from_query_values_match_columns_from_rows():
         kinds=[r.attention_kind for r in dated], hybrids=[r.is_hybrid for r in dated],
         group_sizes=[r.group_size for r in dated], kv=[r.kv_bytes_per_token for r in dated],
         num_parameters=[r.num_parameters for r in dated], downloads=[r.downloads for r in dated])
-    for name in ("day", "bucket", "size", "downloads"):
+    for name in ("day", "attn", "stack", "size", "downloads"):
         assert getattr(from_rows, name).tolist() == getattr(from_values, name).tolist()
-    assert from_rows.bucket.tolist() == [KIND_BUCKETS.index(b) for b in ("GQA", "GQA", "MHA", "hybrid", "MLA", "none", "GQA")]
+    assert from_rows.attn.tolist() == [ATTENTION_KINDS.index(k) if k in ATTENTION_KINDS else -1
+                                       for k in ("GQA", "GQA", "MHA", "GQA", "MLA", "none", "GQA")]
+    assert from_rows.stack.tolist() == [STACKS.index(s) for s in ("attention", "attention", "attention", "hybrid",
+                                                                   "attention", "attention-free", "attention")]
     assert from_rows.size.tolist() == [SIZE_CLASSES.index(c) for c in
                                        ("3-15B", "15-80B", "<3B", "unknown", ">80B", "<3B", "15-80B")]
     assert day_ordinals([date(2025, 1, 3)]).tolist() == day_ordinals(["2025-01-03"]).tolist() == \
@@ -235,3 +254,86 @@ def test_both_weightings_at_once_equal_one_at_a_time():
     both = trend_series(TrendColumns.from_rows(ROWS), "week")
     assert both["count"] == compute_trend_points(ROWS, "week", "count")
     assert both["downloads"] == compute_trend_points(ROWS, "week", "downloads")
+
+
+# --- who is counted: unknown weights, encoder-only, uncertain, thin periods -------------------
+
+def test_unknown_downloads_weigh_nothing_and_are_counted_as_left_out():
+    rows = [row("o/x", (2025, 5, 1), "GQA", g=4, kv=100, downloads=None),
+            row("o/y", (2025, 5, 2), "MHA", g=1, kv=400, downloads=30),
+            row("o/z", (2025, 5, 3), "MHA", g=1, kv=400, downloads=0)]
+    (point,) = compute_trend_points(rows, "month", "downloads")
+    assert point.count == 3 and point.weight_total == 30
+    assert point.weight_unknown == 1  # o/x; o/z's 0 is a known 0
+    assert point.shares["MHA"] == 1 and point.shares["GQA"] == 0
+    (by_count,) = compute_trend_points(rows, "month", "count")
+    assert by_count.weight_unknown == 0 and by_count.shares["GQA"] == pytest.approx(1 / 3)
+
+
+def test_encoder_only_and_uncertain_models_are_counted_apart():
+    rows = [row("o/bert", (2025, 5, 1), "MHA", g=1, kv=None, encoder_only=True),
+            row("o/odd", (2025, 5, 2), "GQA", g=8, kv=9000, uncertain=True),
+            row("o/both", (2025, 5, 2), "GQA", g=8, kv=9000, uncertain=True, encoder_only=True),
+            row("o/ok", (2025, 5, 3), "GQA", g=4, kv=100)]
+    (point,) = compute_trend_points(rows, "month", "count")
+    assert (point.count, point.encoder_only, point.uncertain) == (1, 2, 1)
+    assert point.shares["GQA"] == 1 and point.g_median == 4 and point.kv_median == 100 and point.g_count == 1
+
+
+def test_thin_is_fewer_than_thin_n_counted_models():
+    rows = [row(f"o/m{i}", (2025, 5, 1 + i), "GQA", g=4, kv=100) for i in range(THIN_N)]
+    (full,) = compute_trend_points(rows, "month", "count")
+    (thin,) = compute_trend_points(rows[1:], "month", "count")
+    assert not full.thin and thin.thin
+
+
+def test_family_downloads_weighting():
+    rows = [row("o/base", (2025, 5, 1), "GQA", g=4, kv=100, downloads=10, family_downloads=1010),
+            row("o/other", (2025, 5, 2), "MHA", g=1, kv=400, downloads=990, family_downloads=990)]
+    (point,) = compute_trend_points(rows, "month", "family_downloads")
+    assert point.weight_total == 2000 and point.shares["GQA"] == pytest.approx(1010 / 2000)
+
+
+# --- populations ------------------------------------------------------------------------------
+
+POP_ROWS = [
+    row("lab/big", (2025, 1, 1), params=7_000_000_000, relation="original"),
+    row("lab/small", (2025, 1, 1), params=500_000_000, relation="original"),
+    row("lab/unsized", (2025, 1, 1), params=None, relation="original"),
+    row("hf-internal-testing/tiny", (2025, 1, 1), params=2_000_000_000, relation="original", is_test_repo=True),
+    row("fan/ft", (2025, 1, 1), params=7_000_000_000, relation="finetune"),
+    row("fan/q", (2025, 1, 1), params=7_000_000_000, relation="quantized"),
+    row("fan/unknown", (2025, 1, 1), params=7_000_000_000, relation=None),
+]
+
+
+@pytest.mark.parametrize("lineage, min_params, expected", [
+    ("originals", 1e9, {"lab/big"}),
+    ("originals", None, {"lab/big", "lab/small", "lab/unsized"}),
+    ("derivatives", None, {"fan/ft", "fan/q"}),
+    ("derivatives", 1e10, set()),
+    ("all", None, {r.model_id for r in POP_ROWS}),
+    ("all", 1e9, {"lab/big", "hf-internal-testing/tiny", "fan/ft", "fan/q", "fan/unknown"}),
+])
+def test_populations_rows_and_columns_agree(lineage, min_params, expected):
+    assert {r.model_id for r in POP_ROWS if in_population(r, lineage, min_params)} == expected
+    mask = population_mask(TrendColumns.from_rows(POP_ROWS), lineage, min_params)
+    assert {r.model_id for r, keep in zip(POP_ROWS, mask) if keep} == expected
+
+
+def test_unknown_population_is_refused():
+    with pytest.raises(ValueError, match="population"):
+        population_mask(TrendColumns.from_rows(POP_ROWS), "everything", None)
+
+
+@pytest.mark.parametrize("months, period", [
+    ([5, 5, 5], "month"),  # median 5
+    ([1, 2, 9, 9], "month"),  # median (2 + 9) / 2 = 5.5
+    ([0, 0, 5, 6, 7], "month"),  # empty months count: median 5
+    ([0, 0, 0, 6, 7], "quarter"),  # median 0
+    ([1, 2, 3, 9, 9], "quarter"),  # median 3
+    ([], "quarter"),
+])
+def test_default_period_needs_a_median_month_of_thin_n(months, period):
+    assert THIN_N == 5
+    assert default_period(months) == period

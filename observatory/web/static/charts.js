@@ -7,6 +7,8 @@
 //   "xy":    lines, points and bands over a time, linear or log x axis.
 // Colours are read from the stylesheet's custom properties (Okabe–Ito palette), so the
 // CSS is the one place that says which colour an attention kind has.
+// Sample sizes: a point's "n" is named in its tooltip, a "thin" point (too few models) is
+// drawn hollow or pale, and a spec's "counts" become a count strip under the plot.
 (function () {
   "use strict";
 
@@ -107,6 +109,15 @@
     scale.ticks = ticks;
   }
 
+  // Powers of two (1, 2, 4, ... 64) on a log axis whose spec says base 2, as G is read.
+  function powerOfTwoTicks(scale) {
+    var ticks = [];
+    for (var v = 1; v <= scale.max * 1.0001; v *= 2) {
+      if (v >= scale.min * 0.9999) ticks.push({ value: v });
+    }
+    scale.ticks = ticks;
+  }
+
   function axis(spec, which) {
     spec = spec || {};
     var kind = spec.type || "linear";
@@ -123,6 +134,10 @@
       out.ticks.callback = function (v) { return monthLabel(v).slice(0, 4) + (new Date(v).getUTCMonth() ? "-" + monthLabel(v).slice(5) : ""); };
       out.ticks.autoSkip = false;
       out.ticks.maxRotation = 0;
+    } else if (kind === "log" && spec.base === 2) {
+      out.afterBuildTicks = powerOfTwoTicks;
+      out.ticks.callback = function (v) { return String(v); };
+      out.ticks.autoSkip = false;
     } else {
       // tick labels stay short; the axis title carries the unit (tooltips spell it out)
       var f = spec.unit === "flop_per_byte" ? formatter(null) : formatter(spec.unit);
@@ -144,10 +159,87 @@
     return formatter(spec.unit)(v);
   }
 
+  // ---- sample sizes ------------------------------------------------------------------
+
+  var STRIP = 18; // px under the plot for the count strip
+  var THIN_NOTE = " (thin sample)";
+
+  function nText(n, label) {
+    return (label || "models") + ": " + (n === null || n === undefined ? "—" : Number(n).toLocaleString("en-US"));
+  }
+
+  // Bars whose height is the number of models behind each period, drawn below the x axis.
+  var countStrip = {
+    id: "countStrip",
+    afterDraw: function (chart) {
+      var spec = chart.$spec;
+      if (!spec || !spec.counts || !spec.counts.length) return;
+      var ctx = chart.ctx, x = chart.scales.x, top = chart.height - STRIP + 2, h = STRIP - 6;
+      var max = 0;
+      spec.counts.forEach(function (c) { max = Math.max(max, typeof c === "number" ? c : c.n || 0); });
+      if (!max) return;
+      ctx.save();
+      var step = spec.type === "share" && spec.counts.length > 1
+        ? Math.abs(x.getPixelForValue(1) - x.getPixelForValue(0)) : 0;
+      spec.counts.forEach(function (c, i) {
+        var n = typeof c === "number" ? c : c.n, thin = typeof c === "number" ? spec.thin && spec.thin[i] : c.thin;
+        var left, right;
+        if (spec.type === "share") {
+          var mid = x.getPixelForValue(i);
+          left = mid - step * 0.35;
+          right = mid + step * 0.35;
+        } else {
+          left = x.getPixelForValue(c.x) + 1;
+          right = x.getPixelForValue(c.x2) - 1;
+        }
+        left = Math.max(left, chart.chartArea.left);
+        right = Math.min(right, chart.chartArea.right);
+        if (right <= left || !n) return;
+        var bar = Math.max(1, (h * n) / max);
+        ctx.fillStyle = thin ? "rgba(120,120,120,0.25)" : "rgba(80,80,80,0.55)";
+        ctx.fillRect(left, top + h - bar, Math.max(1, right - left), bar);
+      });
+      ctx.fillStyle = "#555";
+      ctx.font = "10px system-ui, sans-serif";
+      ctx.textBaseline = "top";
+      ctx.fillText("n, max " + max.toLocaleString("en-US"), 2, top - 1);
+      ctx.restore();
+    },
+  };
+
+  // Device names beside the points of series that ask for it (ridge points); a label that
+  // would overlap one already drawn is left to the tooltip.
+  var pointLabels = {
+    id: "pointLabels",
+    afterDatasetsDraw: function (chart) {
+      var ctx = chart.ctx, drawn = [];
+      ctx.save();
+      ctx.font = "10px system-ui, sans-serif";
+      ctx.fillStyle = "#333";
+      ctx.textBaseline = "middle";
+      chart.data.datasets.forEach(function (ds, di) {
+        if (!ds.labelPoints || !chart.isDatasetVisible(di)) return;
+        chart.getDatasetMeta(di).data.forEach(function (el, i) {
+          var name = ds.data[i] && ds.data[i].name;
+          if (!name) return;
+          var w = ctx.measureText(name).width, bx = el.x + 6, by = el.y - 6;
+          if (bx + w > chart.chartArea.right) bx = el.x - 6 - w;
+          var box = [bx, by - 6, bx + w, by + 6];
+          var clash = drawn.some(function (b) { return box[0] < b[2] && box[2] > b[0] && box[1] < b[3] && box[3] > b[1]; });
+          if (clash) return;
+          drawn.push(box);
+          ctx.fillText(name, bx, by);
+        });
+      });
+      ctx.restore();
+    },
+  };
+
   // ---- chart builders ---------------------------------------------------------------
 
   function shareChart(spec) {
     var pct = formatter("share");
+    var thin = spec.thin || [];
     return {
       type: "bar",
       data: {
@@ -157,7 +249,8 @@
           return {
             label: s.label,
             data: s.values,
-            backgroundColor: c,
+            // a thin period's bar is pale: too few models to read a mix from
+            backgroundColor: spec.labels.map(function (_, j) { return thin[j] ? alpha(c, 0.3) : c; }),
             borderColor: "#ffffff",
             borderWidth: 0.5,
             stack: "share",
@@ -176,7 +269,8 @@
               label: function (ctx) { return ctx.dataset.label + ": " + pct(ctx.parsed.y); },
               footer: function (items) {
                 var i = items.length ? items[0].dataIndex : -1;
-                return i >= 0 && spec.counts ? "models: " + spec.counts[i].toLocaleString("en-US") : "";
+                if (i < 0 || !spec.counts) return "";
+                return nText(spec.counts[i], spec.count_label) + (thin[i] ? THIN_NOTE : "");
               },
             },
           },
@@ -211,6 +305,23 @@
         ds.pointBorderColor = alpha(c, 0.9);
         ds.pointBorderWidth = 1;
       }
+      if (s.label_points) ds.labelPoints = true;
+      if (s.points.some(function (p) { return p && p.thin; })) {
+        // a thin period's point is hollow and the line into or out of it dashed
+        var fill = ds.backgroundColor;
+        ds.pointBackgroundColor = function (ctx) { return ctx.raw && ctx.raw.thin ? "#ffffff" : fill; };
+        ds.pointBorderColor = c;
+        ds.pointBorderWidth = 1.5;
+        if (line && s.style !== "band") {
+          ds.pointRadius = Math.max(ds.pointRadius, 3);
+          ds.segment = {
+            borderDash: function (ctx) {
+              var a = s.points[ctx.p0DataIndex], b = s.points[ctx.p1DataIndex];
+              return (a && a.thin) || (b && b.thin) ? [3, 3] : undefined;
+            },
+          };
+        }
+      }
       if (s.style === "band") {
         ds.pointRadius = 0;
         ds.pointHoverRadius = 0;
@@ -241,6 +352,7 @@
                 var label = ctx.dataset.label.replace(/^_/, "");
                 var text = label + ": " + yf(ctx.parsed.y);
                 if (raw.name) text += " (" + xLabel(spec.x, ctx.parsed.x) + ")";
+                if (raw.n !== undefined) text += "; n = " + Number(raw.n).toLocaleString("en-US") + (raw.thin ? THIN_NOTE : "");
                 return text;
               },
             },
@@ -266,6 +378,7 @@
       return;
     }
     var config = build(spec);
+    config.plugins = [countStrip, pointLabels];
     config.options = Object.assign(
       {
         responsive: true,
@@ -283,7 +396,14 @@
       config.options.plugins.legend.position = "bottom";
       config.options.plugins.legend.labels = Object.assign({ boxWidth: 12 }, config.options.plugins.legend.labels);
     }
-    new window.Chart(canvas, config);
+    if (spec.counts && spec.counts.length) {
+      // room under the x axis for the count strip; the legend moves to the top
+      config.options.layout = { padding: { bottom: STRIP } };
+      config.options.plugins.legend.position = "top";
+    }
+    var chart = new window.Chart(canvas, config);
+    chart.$spec = spec;
+    chart.draw();
     canvas.setAttribute("data-rendered", "1");
     // the chart now carries the data; fold its table away (it stays one click away)
     var figure = canvas.closest("figure");

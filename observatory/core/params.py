@@ -1,0 +1,650 @@
+"""Parameter counts estimated from a ``config.json``: pure, no I/O.
+
+For repositories without safetensors metadata (``.bin`` weights, GGUF-only, config-only, the
+bundled snapshot) the Hub gives no parameter count; this module derives one from the shapes the
+config declares. ``estimate_parameters(cfg)`` returns a ``ParameterEstimate``:
+
+- ``total``: every weight the checkpoint of this architecture holds: embeddings (and the output
+  head unless tied), attention (MHA/GQA/MQA; MLA with its q/kv LoRA ranks), linear-attention,
+  short-convolution and Mamba mixers of hybrids, dense MLPs, routed and shared experts with their
+  router, norms and biases where the family has them, learned position tables,
+  multi-token-prediction (MTP) layers shipped beside the decoder, and the vision tower of a
+  multimodal wrapper when it has a ``vision_config``.
+- ``active``: what one text token passes through: ``total`` less the routed experts it is not
+  sent to, less MTP layers and the vision tower. For a dense text-only model ``active == total``.
+  Both embedding matrices are counted, as Mistral, Qwen, DeepSeek and Meta count their published
+  active figures (OpenAI's gpt-oss figures leave the input embedding out; subtract
+  ``breakdown["embeddings"]`` to compare).
+- ``breakdown``: the same total by part (the keys below; absent parts are omitted).
+- ``warnings``: where the count is approximate (a mixer or a tower modelled generically, a
+  family convention assumed) or the config is odd.
+
+The attention shapes (H, K, head dim, MLA ranks, which layers attend) come from
+``geometry.parse_geometry``, so a config the geometry refuses is refused here too
+(``GeometryError``/``ConfigError``, one line). Families differ in small conventions (bias,
+LayerNorm vs RMSNorm, norms per layer, q/k norms, tying); ``FAMILIES`` records them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from observatory.core.config_dialects import (
+    WIDTH_KEYS,
+    ConfigError,
+    GeometryError,
+    Section,
+    get_path,
+    select_section,
+    to_int,
+)
+from observatory.core.geometry import Geometry, parse_geometry
+
+__all__ = ["BREAKDOWN_KEYS", "ParameterEstimate", "estimate_parameters"]
+
+BREAKDOWN_KEYS = (
+    "embeddings",  # input token embedding (also the output head when tied)
+    "lm_head",  # untied output projection
+    "position_embeddings",  # learned absolute positions (GPT-2, OPT)
+    "attention",  # q/k/v/o projections, their biases, q/k norms, MLA down/up projections
+    "linear_mixers",  # linear attention, short convolutions, Mamba blocks of hybrids
+    "mlp",  # dense feed-forward layers
+    "experts",  # routed experts, all of them
+    "shared_experts",  # experts every token passes through
+    "router",  # expert gates and their biases
+    "norms",  # per-layer and final norms
+    "pooler",  # encoder-only models: the pooler BertModel carries
+    "mtp",  # multi-token-prediction layers shipped beside the decoder
+    "vision",  # vision tower and projector of a multimodal wrapper (generic ViT estimate)
+)
+
+VOCAB_KEYS = ("vocab_size", "padded_vocab_size", "n_vocab")
+FFN_KEYS = ("intermediate_size", "ffn_hidden_size", "ffn_dim", "n_inner", "inner_hidden_size", "d_ff",
+            "block_ff_dim")
+EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k", "top_k", "top_k_experts")  # Gemma-4: top_k_experts
+# Keys of architectures whose extra weights this module does not model (DeepSeek-V4 and kin).
+UNMODELLED = {"hc_mult": "hyper-connections", "o_lora_rank": "low-rank output projection",
+              "index_n_heads": "sparse-attention indexer", "compress_ratios": "compressed attention",
+              "num_hash_layers": "hash-routed layers"}
+MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "_num_mtp_layers")
+
+
+@dataclass(frozen=True)
+class Family:
+    """Conventions of one model family that the config does not spell out."""
+
+    layer_norm: bool = False  # LayerNorm (weight + bias) rather than RMSNorm (weight)
+    norms_per_layer: int = 2
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    gated: bool = True  # gate/up/down (SwiGLU, GeGLU) rather than fc1/fc2
+    qk_norm: str | None = None  # "head": one head_dim vector each; "full": H*d and K*d vectors
+    tied: bool = False  # tie_word_embeddings when the config does not say
+    lm_head_bias: bool = False
+    ffn_default_x4: bool = False  # no FFN width in the config means 4 * hidden
+    # attention_bias: true adds a bias to q, k, v only (o stays bias-free) in these families
+    bias_key_is_qkv_only: bool = False
+
+
+LLAMA = Family()
+FAMILIES: dict[str, Family] = {
+    "gpt2": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False, tied=True,
+                   ffn_default_x4=True),
+    "gptj": Family(layer_norm=True, norms_per_layer=1, mlp_bias=True, gated=False, lm_head_bias=True,
+                   ffn_default_x4=True),
+    "gpt_neox": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False),
+    "opt": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False, tied=True),
+    "phi": Family(layer_norm=True, norms_per_layer=1, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False,
+                  lm_head_bias=True, ffn_default_x4=True),
+    "mixformer-sequential": Family(layer_norm=True, norms_per_layer=1, qkv_bias=True, o_bias=True, mlp_bias=True,
+                                   gated=False, lm_head_bias=True, ffn_default_x4=True),
+    # Falcon checkpoints store lm_head beside the embedding (transformers ties them at load);
+    # the count follows the checkpoint, as the safetensors total does.
+    "falcon": Family(layer_norm=True, gated=False, ffn_default_x4=True),
+    "bloom": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False, tied=True,
+                    ffn_default_x4=True),
+    "gpt_bigcode": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False, tied=True,
+                          ffn_default_x4=True),
+    "starcoder2": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False, tied=True),
+    "stablelm": Family(layer_norm=True),
+    "stablelm_epoch": Family(layer_norm=True),
+    "qwen2": Family(qkv_bias=True), "qwen2_moe": Family(qkv_bias=True),
+    "qwen2_vl": Family(qkv_bias=True), "qwen2_5_vl": Family(qkv_bias=True),
+    "mimo": Family(bias_key_is_qkv_only=True),
+    "glm4_moe": Family(bias_key_is_qkv_only=True), "glm4": Family(bias_key_is_qkv_only=True),
+    "qwen3": Family(qk_norm="head"), "qwen3_moe": Family(qk_norm="head"),
+    "qwen3_vl_moe_text": Family(qk_norm="head"), "qwen3_vl_text": Family(qk_norm="head"),
+    "qwen3_next": Family(qk_norm="head"), "qwen3_5_text": Family(qk_norm="head"),
+    "qwen3_5_moe_text": Family(qk_norm="head"),
+    "gemma": Family(tied=True), "gemma2": Family(norms_per_layer=4, tied=True),
+    "gemma3_text": Family(norms_per_layer=4, qk_norm="head", tied=True),
+    "olmo2": Family(qk_norm="full"), "olmo3": Family(qk_norm="full"),
+    "exaone4": Family(qk_norm="head"), "exaone4_5_text": Family(qk_norm="head"),
+    "lfm2": Family(qk_norm="head", tied=True),
+    "granite": Family(tied=True), "granitemoe": Family(tied=True), "granitemoeshared": Family(tied=True),
+    "gpt_oss": Family(qkv_bias=True, o_bias=True),
+    "chatglm": Family(),
+}
+# Llama-shaped families (RMSNorm, SwiGLU, no biases unless the config says, untied unless it says).
+for _name in ("llama", "llama4_text", "mistral", "mixtral", "ministral", "ministral3", "qwen", "internlm",
+              "internlm2", "internlm3", "deepseek", "deepseek_v2", "deepseek_v3", "deepseek_v4", "kimi_k2", "yi",
+              "phi3", "minicpm", "minicpmv", "olmo", "olmoe", "cohere", "cohere2", "granitemoehybrid", "jamba",
+              "nemotron_h", "minimax", "minimax_m2", "hunyuan", "baichuan", "exaone", "dbrx", "arcee", "seed_oss",
+              "smollm3", "apertus", "ernie4_5", "ernie4_5_moe", "bailing_moe", "step3p5", "longcat_flash"):
+    FAMILIES.setdefault(_name, LLAMA)
+ENCODER_ONLY = frozenset({"bert", "roberta", "xlm-roberta", "camembert", "ernie"})
+T5_FAMILIES = frozenset({"t5", "mt5", "umt5"})
+
+
+@dataclass(frozen=True)
+class ParameterEstimate:
+    total: int
+    active: int  # == total for a dense text-only model
+    breakdown: Mapping[str, int] = field(default_factory=dict, hash=False)
+    warnings: tuple[str, ...] = ()
+    is_moe: bool = False
+    counts_vision: bool = False  # the total includes a vision tower estimate
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "breakdown", MappingProxyType(dict(self.breakdown)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"total": self.total, "active": self.active, "breakdown": dict(self.breakdown),
+                "warnings": list(self.warnings), "is_moe": self.is_moe, "counts_vision": self.counts_vision}
+
+
+class _Counter:
+    """Reads the language-model section and adds up parameters per breakdown key."""
+
+    def __init__(self, cfg: dict, geom: Geometry):
+        self.cfg = cfg
+        self.geom = geom
+        self.warnings: list[str] = []
+        self.sec: Section = select_section(cfg, [], {})
+        self.family_name = self.sec.family or geom.model_type or ""
+        self.fam = FAMILIES.get(self.family_name, LLAMA)
+        self.parts: dict[str, int] = {}
+        self.inactive = 0  # routed-expert weights a token does not use
+        self.experts = 0
+
+    # -- reading ------------------------------------------------------------------------------
+    def int_of(self, keys: tuple[str, ...], *, lo: int = 1) -> int | None:
+        for key in keys:
+            value = get_path(self.sec.data, key)
+            if value is not None:
+                return to_int(value, self.sec.path(key), self.warnings, lo=lo)
+        return None
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.sec.flag(key)
+        return default if value is None else value
+
+    def add(self, part: str, n: int) -> None:
+        if n:
+            self.parts[part] = self.parts.get(part, 0) + n
+
+    def norm(self, width: int) -> int:
+        return width * (2 if self.layer_norm else 1)
+
+    # -- the model ----------------------------------------------------------------------------
+    def count(self) -> None:
+        g, sec = self.geom, self.sec
+        self.hidden = g.hidden_size
+        if self.hidden is None:
+            raise GeometryError(f"no hidden size (looked for {', '.join(WIDTH_KEYS)}); cannot count parameters")
+        self.chatglm_v1 = self.family_name == "chatglm" and sec.raw("inner_hidden_size") is not None
+        self.layer_norm = self.fam.layer_norm or self.chatglm_v1 or (
+            self.family_name == "chatglm" and sec.flag("rmsnorm") is False)
+        self.vocab = self.int_of(VOCAB_KEYS)
+        if self.vocab is None:
+            raise GeometryError(f"no vocabulary size (looked for {', '.join(VOCAB_KEYS)}); cannot count parameters")
+        if self.family_name in ENCODER_ONLY:
+            self._encoder_only()
+            return
+        if self.family_name in T5_FAMILIES:
+            self._t5()
+            return
+        if self.cfg.get("is_encoder_decoder") is True:
+            raise GeometryError(f"encoder-decoder family {self.family_name or 'unknown'} is not estimated")
+        self._embeddings()
+        unmodelled = [name for key, name in UNMODELLED.items() if self.sec.raw(key) is not None]
+        if unmodelled:
+            self.warnings.append(f"not modelled: {', '.join(unmodelled)}; the count is approximate")
+        kinds = list(g.layer_kinds)
+        moe_layers = self._moe_layers(len(kinds))
+        for i, kind in enumerate(kinds):
+            self._layer(i, kind, i in moe_layers)
+        self.add("norms", self.norm(self.hidden))  # the final norm
+        self._mtp(moe_layers)
+        self._vision()
+
+    def _embeddings(self) -> None:
+        h, sec = self.hidden, self.sec
+        proj = self.int_of(("word_embed_proj_dim",)) if self.family_name == "opt" else None
+        width = proj or h
+        self.add("embeddings", self.vocab * width)
+        if proj and proj != h:  # OPT-350m: project_in / project_out between embedding and model width
+            self.add("embeddings", 2 * proj * h)
+        tied = sec.flag("tie_word_embeddings")
+        if tied is None:
+            tied = self.cfg.get("tie_word_embeddings") if isinstance(self.cfg.get("tie_word_embeddings"), bool) \
+                else None
+        if tied is None:
+            tied = self.fam.tied
+            if self.family_name not in FAMILIES:
+                self.warnings.append(f"tie_word_embeddings not stated; assumed {'tied' if tied else 'untied'}")
+        if not tied:
+            self.add("lm_head", self.vocab * width + (self.vocab if self.fam.lm_head_bias else 0))
+        positions = None
+        if self.family_name == "gpt2":
+            positions = self.int_of(("n_positions", "max_position_embeddings"))
+        elif self.family_name == "opt":
+            # OPT's learned positions carry an offset of 2 rows
+            positions = (self.int_of(("max_position_embeddings",)) or 2048) + 2
+        if positions:
+            self.add("position_embeddings", positions * h)
+        if self.family_name == "bloom":  # word_embeddings_layernorm
+            self.add("norms", self.norm(h))
+
+    # -- one decoder layer --------------------------------------------------------------------
+    def _layer(self, i: int, kind: str, moe: bool) -> None:
+        h = self.hidden
+        block_only = self.sec.raw("hybrid_override_pattern") is not None  # NemotronH: one job per block
+        if kind in ("full", "sliding", "chunked", "cross"):
+            self.add("attention", self._attention(i))
+            if kind == "cross":
+                self._note("cross-attention layers counted as self-attention layers")
+        elif kind == "linear":
+            self.add("linear_mixers", self._linear_attention())
+        elif kind == "conv":
+            self.add("linear_mixers", self._short_conv())
+        elif kind == "mamba":
+            self.add("linear_mixers", self._mamba())
+        elif kind in ("recurrent", "other"):
+            self._note(f"{kind} layers are not modelled; counted as their MLP only")
+        if block_only:
+            self.add("norms", self.norm(h))
+            if kind == "mlp":
+                self._ffn(moe)
+            return
+        norms = self.fam.norms_per_layer
+        if self.family_name == "falcon":
+            norms = self._falcon_norms()
+        self.add("norms", norms * self.norm(h))
+        self._ffn(moe)
+
+    def _falcon_norms(self) -> int:
+        if self.sec.flag("new_decoder_architecture"):
+            return self.int_of(("num_ln_in_parallel_attn",)) or 2
+        return 1 if self.flag("parallel_attn", True) else 2
+
+    def _note(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def _attention(self, i: int) -> int:
+        g, h = self.geom, self.hidden
+        if g.mla is not None:
+            return self._mla()
+        heads = g.query_heads_per_layer[i] if g.query_heads_per_layer else g.num_query_heads
+        kv = g.kv_heads_per_layer[i] if g.kv_heads_per_layer else g.num_kv_heads
+        d, vd = g.head_dim, g.v_head_dim or g.head_dim
+        q, k, v, o = heads * d, kv * d, kv * vd, heads * vd
+        if self.family_name == "qwen":  # Qwen-1: kv_channels * heads == hidden, fused c_attn
+            q = k = v = o = h
+        gate = q if self.flag("attn_output_gate", False) else 0  # Qwen3-Next/3.5 gate the output per head
+        n = h * (q + gate + k + v) + o * h
+        qkv_bias, o_bias = self._attention_bias()
+        n += (q + gate + k + v) * qkv_bias + h * o_bias
+        if self.fam.qk_norm == "head" or (self.family_name == "glm4_moe" and self.flag("use_qk_norm", False)):
+            n += 2 * d
+        elif self.fam.qk_norm == "full":
+            n += q + k
+        if self.family_name == "gpt_oss":
+            n += heads  # attention sinks: one learned logit per head
+        return n
+
+    def _attention_bias(self) -> tuple[bool, bool]:
+        sec, fam = self.sec, self.fam
+        if self.family_name == "chatglm":
+            if self.chatglm_v1:
+                return True, True
+            linear = self.flag("add_bias_linear", False)
+            return self.flag("add_qkv_bias", False) or linear, linear
+        if self.family_name == "qwen":
+            return True, not self.flag("no_bias", True)
+        if self.family_name in ("falcon", "internlm"):
+            bias = self.flag("bias", self.family_name == "internlm")
+            return bias, bias
+        if self.family_name in ("stablelm", "stablelm_epoch"):
+            return self.flag("use_qkv_bias", False), False
+        if sec.raw("attention_bias") is not None:
+            bias = self.flag("attention_bias", False)
+            return bias, bias and not fam.bias_key_is_qkv_only
+        return fam.qkv_bias, fam.o_bias
+
+    def _mla(self) -> int:
+        """DeepSeek-V2/V3 multi-head latent attention: low-rank q and kv with their norms."""
+        g, h, m = self.geom, self.hidden, self.geom.mla
+        heads = g.num_query_heads
+        rope = m.qk_rope_head_dim
+        nope = m.qk_nope_head_dim if m.qk_nope_head_dim is not None else g.head_dim - rope
+        v = m.v_head_dim or nope
+        qk = heads * (nope + rope)
+        q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * qk if m.q_lora_rank else h * qk
+        kv = h * (m.kv_lora_rank + rope) + m.kv_lora_rank + m.kv_lora_rank * heads * (nope + v)
+        n = q + kv + heads * v * h
+        if self.flag("attention_bias", False):
+            n += (m.q_lora_rank or qk) + m.kv_lora_rank + rope + h
+        return n
+
+    def _linear_attention(self) -> int:
+        """Gated DeltaNet (Qwen3-Next, Qwen3.5); other linear attention as a generic q/k/v/gate/o block."""
+        h = self.hidden
+        kh, kd = self.int_of(("linear_num_key_heads",)), self.int_of(("linear_key_head_dim",))
+        vh, vd = self.int_of(("linear_num_value_heads",)), self.int_of(("linear_value_head_dim",))
+        if None not in (kh, kd, vh, vd):
+            key, value = kh * kd, vh * vd
+            kernel = self.int_of(("linear_conv_kernel_dim",)) or 4
+            return (h * (2 * key + 2 * value)  # q, k, v and the output gate z
+                    + h * 2 * vh  # beta and alpha
+                    + (2 * key + value) * kernel  # depthwise causal conv over q, k, v
+                    + 2 * vh  # dt_bias, A_log
+                    + vd  # gated RMSNorm
+                    + value * h)
+        # MiniMax lightning attention: fused qkv, an output gate, a norm, the output projection
+        self._note("linear-attention layers estimated as q/k/v + output gate + norm + output projection")
+        inner = self.geom.num_query_heads * self.geom.head_dim
+        return h * 3 * inner + h * inner + inner + inner * h
+
+    def _short_conv(self) -> int:
+        """LFM2 short convolution: in_proj to 3 * hidden, a depthwise conv, out_proj."""
+        h = self.hidden
+        kernel = self.int_of(("conv_L_cache",)) or 3
+        bias = self.flag("conv_bias", False)
+        return h * 3 * h + 3 * h * bias + h * kernel + h * h + h * bias
+
+    def _mamba(self) -> int:
+        """Mamba-2 when a head count is given, else Mamba-1; approximate either way."""
+        h = self.hidden
+        expand = self.int_of(("mamba_expand", "expand")) or 2
+        inner = self.int_of(("mamba_d_inner",)) or expand * h
+        state = self.int_of(("mamba_d_state", "ssm_state_size", "state_size", "d_state")) or 16
+        conv = self.int_of(("mamba_d_conv", "conv_kernel", "d_conv")) or 4
+        heads = self.int_of(("mamba_n_heads", "mamba_num_heads"))
+        self._note("Mamba layers estimated from the standard block shapes; approximate")
+        if heads:
+            groups = self.int_of(("mamba_n_groups", "n_groups")) or 1
+            conv_dim = inner + 2 * groups * state
+            return h * (2 * inner + 2 * groups * state + heads) + conv_dim * (conv + 1) + 3 * heads + inner + inner * h
+        rank = self.int_of(("mamba_dt_rank", "time_step_rank", "dt_rank")) or -(-h // 16)
+        return (h * 2 * inner + inner * (conv + 1) + inner * (rank + 2 * state) + rank * inner + inner
+                + inner * state + inner + inner * h)
+
+    # -- feed-forward -------------------------------------------------------------------------
+    def _ffn_width(self) -> int:
+        name = self.family_name
+        if name == "llama4_text":
+            width = self.int_of(("intermediate_size_mlp", "intermediate_size"))
+        elif name == "lfm2":
+            return self._lfm2_ffn()
+        else:
+            width = self.int_of(FFN_KEYS)
+        if width is None:
+            if not self.fam.ffn_default_x4:
+                raise GeometryError(f"no feed-forward width (looked for {', '.join(FFN_KEYS)});"
+                                    " cannot count parameters")
+            width = 4 * self.hidden
+        if name == "qwen":  # Qwen-1 writes twice the width of each of its two up projections
+            width //= 2
+        return width
+
+    def _lfm2_ffn(self) -> int:
+        width = self.int_of(("block_ff_dim", "intermediate_size"))
+        if self.flag("block_auto_adjust_ff_dim", False):  # LFM2 shrinks the declared width like LLaMA-1 did
+            width = int(2 * width / 3)
+            multiplier = self.sec.raw("block_ffn_dim_multiplier")
+            if isinstance(multiplier, (int, float)) and not isinstance(multiplier, bool):
+                width = int(multiplier * width)
+            multiple = self.int_of(("block_multiple_of",)) or 256
+            width = multiple * -(-width // multiple)
+        return width
+
+    def _dense_mlp(self, width: int) -> int:
+        h, fam = self.hidden, self.fam
+        if self.chatglm_v1:
+            return 2 * h * width + width + h
+        gated = fam.gated
+        if self.family_name == "falcon" or (self.family_name == "chatglm"):
+            gated = self.family_name == "chatglm"
+        bias = fam.mlp_bias or self.flag("mlp_bias", False) or (
+            self.family_name == "chatglm" and self.flag("add_bias_linear", False)) or (
+            self.family_name == "falcon" and self.flag("bias", False))
+        if gated:
+            return 3 * h * width + bias * (2 * width + h)
+        return 2 * h * width + bias * (width + h)
+
+    def _ffn(self, moe: bool) -> None:
+        if not moe:
+            self.add("mlp", self._dense_mlp(self._ffn_width()))
+            return
+        h = self.hidden
+        experts, top_k, width = self.experts, self.top_k, self.expert_width
+        gpt_oss = self.family_name == "gpt_oss"
+        one = 3 * h * width + (2 * width + h if gpt_oss else 0)
+        self.add("experts", experts * one)
+        self.inactive += (experts - top_k) * one
+        router = h * experts
+        if gpt_oss:
+            router += experts
+        if self.sec.raw("topk_method") == "noaux_tc" or self.family_name in ("glm4_moe", "deepseek_v4"):
+            router += experts  # e_score_correction_bias
+        self.add("router", router)
+        shared = self.shared_width
+        if shared:
+            self.add("shared_experts", 3 * h * shared + (h if self.shared_gate else 0))
+
+    def _moe_layers(self, n_layers: int) -> set[int]:
+        """Which layers route to experts, and the expert shapes; empty for a dense model."""
+        sec = self.sec
+        experts = self.int_of(EXPERT_COUNT_KEYS) or self.int_of(("ffn_config.moe_num_experts",))
+        if not experts or experts < 2:
+            self.experts = 0
+            return set()
+        self.experts = experts
+        self.top_k = self.int_of(TOP_K_KEYS) or self.int_of(("ffn_config.moe_top_k",))
+        if self.top_k is None:
+            raise GeometryError(f"{experts} experts but no experts-per-token count (looked for"
+                                f" {', '.join(TOP_K_KEYS)}); cannot count active parameters")
+        if self.top_k > experts:
+            raise GeometryError(f"{self.top_k} experts per token exceeds the {experts} experts")
+        width = self.int_of(("moe_intermediate_size", "expert_intermediate_size", "ffn_config.ffn_hidden_size"))
+        if width is None:
+            width = self.int_of(("intermediate_size",))
+        if width is None:
+            raise GeometryError("mixture-of-experts config without an expert width (moe_intermediate_size or"
+                                " intermediate_size)")
+        self.expert_width = width
+        shared_count = self.int_of(("n_shared_experts", "num_shared_experts"), lo=0) or 0
+        self.shared_gate = False
+        if sec.raw("shared_expert_intermediate_size") is not None:
+            self.shared_width = self.int_of(("shared_expert_intermediate_size",), lo=0) or 0
+            self.shared_gate = True  # Qwen2-MoE / Qwen3.5: a sigmoid gate scales the shared expert
+        elif sec.raw("shared_intermediate_size") is not None:  # GraniteMoeShared
+            self.shared_width = self.int_of(("shared_intermediate_size",), lo=0) or 0
+        elif self.family_name == "llama4_text":
+            self.shared_width = width  # one shared expert of the routed width
+        else:
+            self.shared_width = shared_count * width
+        pattern = sec.raw("hybrid_override_pattern")
+        if isinstance(pattern, str):  # NemotronH: "E" blocks are the MoE ones
+            return {i for i, c in enumerate(pattern[:n_layers]) if c == "E"}
+        moe_list = sec.raw("moe_layers")
+        if isinstance(moe_list, list) and moe_list:
+            return {to_int(v, f"{sec.path('moe_layers')}[{j}]", self.warnings, lo=0) for j, v in enumerate(moe_list)}
+        # DeepSeek: dense before first_k_dense_replace, then every moe_layer_freq-th layer;
+        # Qwen-MoE: every decoder_sparse_step-th layer but mlp_only_layers; Llama 4 likewise.
+        first = self.int_of(("first_k_dense_replace",), lo=0) or 0
+        freq = self.int_of(("moe_layer_freq",)) or 1
+        step = self.int_of(("decoder_sparse_step", "interleave_moe_layer_step")) or 1
+        layers = {i for i in range(n_layers) if i >= first and i % freq == 0 and (i + 1) % step == 0}
+        dense = sec.raw("mlp_only_layers")
+        if isinstance(dense, list):
+            layers -= {v for v in dense if isinstance(v, int) and not isinstance(v, bool)}
+        return layers
+
+    # -- encoders -----------------------------------------------------------------------------
+    def _encoder_only(self) -> None:
+        """BERT and its kin as BertModel holds them: embeddings (word, position, token type, a
+        LayerNorm), post-norm layers with biases everywhere, and the pooler. Task heads (MLM,
+        classifier) vary by checkpoint and are not counted."""
+        h, g = self.hidden, self.geom
+        width = self._ffn_width()
+        positions = self.int_of(("max_position_embeddings",)) or 512
+        types = self.int_of(("type_vocab_size",), lo=0)
+        self.add("embeddings", self.vocab * h)
+        self.add("position_embeddings", positions * h + (2 if types is None else types) * h)
+        self.add("norms", 2 * h)
+        self.add("attention", g.num_layers * (4 * h * h + 4 * h))
+        self.add("mlp", g.num_layers * (2 * h * width + width + h))
+        self.add("norms", g.num_layers * 4 * h)
+        self.add("pooler", h * h + h)
+        self.warnings.append("encoder-only model: the pooler is counted, task heads (MLM, classifier) are not")
+
+    def _t5(self) -> None:
+        """T5: a shared embedding, an encoder and a decoder of RMS-normed layers without biases,
+        relative-position buckets per head (in the first layer, or every layer for umT5)."""
+        h, g = self.hidden, self.geom
+        heads = g.num_query_heads
+        inner = heads * (self.int_of(("d_kv",)) or g.head_dim)
+        width = self._ffn_width()
+        proj = str(self.sec.raw("feed_forward_proj") or "relu")
+        ffn = (3 if proj.startswith("gated") else 2) * h * width
+        buckets = (self.int_of(("relative_attention_num_buckets",)) or 32) * heads
+        encoder = g.num_layers
+        decoder = self.int_of(("num_decoder_layers",)) or encoder
+        bias_tables = encoder + decoder if self.family_name == "umt5" else 2
+        self.add("embeddings", self.vocab * h)
+        if not self.flag("tie_word_embeddings", True):
+            self.add("lm_head", self.vocab * h)
+        attention = 4 * h * inner  # q, k, v, o; decoder layers add cross-attention of the same shape
+        self.add("attention", encoder * attention + decoder * 2 * attention + bias_tables * buckets)
+        self.add("mlp", (encoder + decoder) * ffn)
+        self.add("norms", (encoder * 2 + decoder * 3 + 2) * h)
+
+    # -- outside the decoder ------------------------------------------------------------------
+    def _mtp(self, moe_layers: set[int]) -> None:
+        """Multi-token-prediction layers: one more decoder layer each plus the projection joining
+        the embedding and the hidden state; DeepSeek-V3 also ships copies of embedding and head."""
+        n = self.int_of(MTP_KEYS, lo=0)
+        if not n:
+            return
+        # Count n more attention layers (MoE if the model has any) the usual way, then move them
+        # from their parts into "mtp": they do not run for the main token.
+        before, inactive = dict(self.parts), self.inactive
+        for _ in range(n):
+            self._layer(len(self.geom.layer_kinds) - 1, "full", bool(moe_layers))
+        layers = sum(self.parts.values()) - sum(before.values())
+        self.parts, self.inactive = before, inactive
+        h = self.hidden
+        extra = layers + n * (2 * h * h + 3 * self.norm(h))  # eh_proj and the embedding/hidden/final norms
+        if self.family_name in ("deepseek_v3", "kimi_k2"):
+            extra += n * 2 * self.vocab * h
+        self.add("mtp", extra)
+
+    def _vision(self) -> None:
+        vision = self.cfg.get("vision_config")
+        if not isinstance(vision, dict) or not vision:
+            if any(self.cfg.get(k) for k in ("vision_encoder", "vision_tower", "mm_vision_tower", "visual")):
+                self.warnings.append("vision encoder named but not described; the total counts the language"
+                                     " model only")
+            return
+        try:
+            n = _vision_tower(vision, self.hidden, self.cfg)
+        except GeometryError as exc:
+            self.warnings.append(f"vision tower not counted: {exc}")
+            return
+        self.add("vision", n)
+        self.warnings.append("vision tower and projector estimated from vision_config as a generic ViT;"
+                             " approximate")
+
+
+def _vision_tower(vision: dict, text: int, cfg: dict) -> int:
+    """A ViT from its vision_config (blocks, patch embedding, position table, final norm) plus the
+    projector of the wrapper family into the language model's width. Good to a few percent of the
+    tower, which is itself a few percent of the model."""
+    w: list[str] = []
+
+    def first(source: dict, keys: tuple[str, ...]) -> int | None:
+        for key in keys:
+            if source.get(key) is not None and not isinstance(source.get(key), (dict, list)):
+                return to_int(source[key], f"vision_config.{key}", w)
+        return None
+
+    width = first(vision, ("hidden_size", "embed_dim", "width", "d_model"))
+    depth = first(vision, ("num_hidden_layers", "depth", "layers", "num_layers"))
+    if width is None or depth is None:
+        raise GeometryError("vision_config has no width or depth")
+    ffn = first(vision, ("intermediate_size", "mlp_dim", "ffn_dim")) or 4 * width
+    heads = first(vision, ("num_attention_heads", "num_heads")) or 1
+    kv_width = width * (first(vision, ("num_key_value_heads",)) or heads) // heads
+    kind, wrapper = str(vision.get("model_type") or ""), str(cfg.get("model_type") or "")
+    bias = kind != "pixtral"  # Pixtral's blocks have no biases
+    gated = kind == "pixtral" or vision.get("hidden_act") == "silu"  # Qwen2.5-VL, EXAONE-4.5
+    attention = width * (2 * width + 2 * kv_width) + bias * (2 * width + 2 * kv_width)
+    mlp = (3 if gated else 2) * width * ffn + bias * ((2 if gated else 1) * ffn + width)
+    n = depth * (attention + mlp + 4 * width)  # two norms per block
+    patch = first(vision, ("patch_size", "spatial_patch_size")) or 14
+    frames = first(vision, ("temporal_patch_size",)) or 1
+    channels = first(vision, ("num_channels", "in_channels", "in_chans")) or 3
+    n += channels * frames * patch * patch * width + bias * width + 2 * width
+    positions = first(vision, ("num_position_embeddings", "num_patches"))
+    image = first(vision, ("image_size",))
+    if positions is None and image and kind.startswith(("siglip", "clip", "llama4")):
+        positions = (image // patch) ** 2 + (kind.startswith("llama4") or kind.startswith("clip"))
+    n += (positions or 0) * width
+    merge = first(vision, ("spatial_merge_size",)) or first(cfg, ("spatial_merge_size", "downsample_factor"))
+    ratio = vision.get("pixel_shuffle_ratio")
+    if merge is None and isinstance(ratio, float) and 0 < ratio < 1:
+        merge = round(1 / ratio)
+    merged = width * (merge or 1) ** 2
+    return n + _projector(vision, cfg, wrapper, width, merged, text, first)
+
+
+def _projector(vision: dict, cfg: dict, wrapper: str, width: int, merged: int, text: int, first) -> int:
+    out = first(vision, ("out_hidden_size",))
+    if out is not None:  # Qwen-VL mergers (plus one per deepstack layer in Qwen3-VL)
+        stacks = vision.get("deepstack_visual_indexes")
+        mergers = 1 + (len(stacks) if isinstance(stacks, list) else 0)
+        return mergers * (merged * merged + merged + merged * out + out + 2 * width) + (out != text) * out * text
+    if wrapper.startswith("gemma3"):  # one projection matrix and a soft-embedding norm
+        return width * text + width
+    if wrapper == "mistral3":  # patch merger, then a two-layer MLP
+        return width + merged * width + width * text + text * text
+    if wrapper == "lfm2_vl":
+        hidden = first(cfg, ("projector_hidden_size",)) or text
+        return merged * hidden + hidden + hidden * text + text
+    hidden = first(vision, ("projector_input_dim", "vision_output_dim")) or text
+    return merged * hidden + hidden * hidden + hidden * text
+
+
+def estimate_parameters(cfg: Any) -> ParameterEstimate:
+    """Estimate total and active parameters of the model a parsed config.json describes."""
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"config must be a JSON object, got {type(cfg).__name__}")
+    geom = parse_geometry(cfg)
+    if geom.attention_kind == "none" and not geom.is_hybrid and not any(
+            k == "mamba" for k in geom.layer_kinds):
+        raise GeometryError(f"no parameter estimate for {geom.model_type or 'this'} recurrent architecture")
+    counter = _Counter(cfg, geom)
+    counter.count()
+    parts = {k: counter.parts[k] for k in BREAKDOWN_KEYS if counter.parts.get(k)}
+    total = sum(parts.values())
+    active = total - counter.inactive - parts.get("mtp", 0) - parts.get("vision", 0)
+    return ParameterEstimate(total=total, active=active, breakdown=parts, warnings=tuple(counter.warnings),
+                             is_moe=bool(counter.experts), counts_vision="vision" in parts)
+

@@ -1,0 +1,1 @@
+"""transformers as an independent oracle for the geometry parser (see test_transformers_oracle.py)."""

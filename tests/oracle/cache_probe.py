@@ -1,0 +1,103 @@
+"""Ask transformers what a config caches: build the model on torch's meta device (shapes only, no
+weights), run a few tokens through it with transformers' own cache, and record the K/V shape of
+every cache-layer update. Nothing here knows our parser; the test compares the two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import transformers
+from transformers import AutoModel, DynamicCache, EncoderDecoderCache
+from transformers.modeling_outputs import BaseModelOutput
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+TOKENS = 3  # fewer than any sliding window or chunk, so every cached layer shows its full shape
+SOURCE_TOKENS = 5  # encoder-decoder: length of the (meta) encoder output the decoder attends to
+# SDPA's mask shortcut reads mask values (.item()), which meta tensors do not have; eager attention
+# builds the same cache and never looks at values.
+ATTENTION = "eager"
+DTYPE = torch.bfloat16  # some MoE kernels (grouped_mm) accept only bf16, even on meta
+
+
+@dataclass(frozen=True)
+class LayerCache:
+    """What one cache layer stores per token: heads and head dim of its K and of its V tensor."""
+
+    k_heads: int
+    k_dim: int
+    v_heads: int
+    v_dim: int
+
+    @property
+    def elements(self) -> int:
+        return self.k_heads * self.k_dim + self.v_heads * self.v_dim
+
+
+@dataclass
+class Reading:
+    query_heads: int
+    self_attention: dict[int, LayerCache] = field(default_factory=dict)  # per generated token
+    cross_attention: dict[int, LayerCache] = field(default_factory=dict)  # per source token
+
+
+class RecordingCache(DynamicCache):
+    """transformers' DynamicCache, noting the shape of every K/V it is handed."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.updates: dict[int, LayerCache] = {}
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        # [batch, heads, tokens, head_dim]; the first update of a layer is the prompt
+        self.updates.setdefault(layer_idx, LayerCache(key_states.shape[1], key_states.shape[-1],
+                                                      value_states.shape[1], value_states.shape[-1]))
+        return super().update(key_states, value_states, layer_idx, *args, **kwargs)
+
+
+def unbuildable(raw: dict) -> str | None:
+    """Why transformers cannot build this config itself (remote code, unknown family), or None."""
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str):
+        return "no model_type: transformers cannot tell which class to build"
+    if model_type not in CONFIG_MAPPING:
+        return (f"model_type {model_type!r} is not in transformers {transformers.__version__}:"
+                " the model needs trust_remote_code")
+    architectures = [a for a in raw.get("architectures") or [] if isinstance(a, str)]
+    if architectures and not any(hasattr(transformers, a) for a in architectures):
+        return (f"architecture {architectures[0]} is remote code (auto_map), not transformers' own"
+                f" {model_type} class")
+    return None
+
+
+def read(raw: dict) -> Reading:
+    """Build the language model of ``raw`` on the meta device and record its cache updates."""
+    config = CONFIG_MAPPING[raw["model_type"]].from_dict(raw)
+    if config.is_encoder_decoder:
+        return _read_encoder_decoder(config)
+    text = config.get_text_config(decoder=True)
+    with torch.device("meta"):
+        model = AutoModel.from_config(text, attn_implementation=ATTENTION, dtype=DTYPE)
+    cache = RecordingCache(config=text)
+    ids = torch.zeros((1, TOKENS), dtype=torch.long, device="meta")
+    with torch.no_grad():
+        model(input_ids=ids, cache=cache, use_cache=True)
+    return Reading(query_heads=text.num_attention_heads, self_attention=cache.updates)
+
+
+def _read_encoder_decoder(config) -> Reading:
+    with torch.device("meta"):
+        model = AutoModel.from_config(config, attn_implementation=ATTENTION, dtype=DTYPE)
+    width = getattr(config, "d_model", None) or config.hidden_size
+    # The encoder's output is given, not computed: only its length and width matter to the decoder.
+    encoder_outputs = BaseModelOutput(
+        last_hidden_state=torch.zeros((1, SOURCE_TOKENS, width), dtype=DTYPE, device="meta"))
+    ids = torch.zeros((1, TOKENS), dtype=torch.long, device="meta")
+    self_cache, cross_cache = RecordingCache(config=config), RecordingCache(config=config)
+    with torch.no_grad():
+        model(encoder_outputs=encoder_outputs, decoder_input_ids=ids,
+              cache=EncoderDecoderCache(self_cache, cross_cache), use_cache=True)
+    # BART-style configs name the decoder's heads; T5's num_attention_heads is both stacks'.
+    heads = getattr(config, "decoder_attention_heads", None) or config.num_attention_heads
+    return Reading(query_heads=heads, self_attention=self_cache.updates, cross_attention=cross_cache.updates)

@@ -1,0 +1,247 @@
+"""Parameter estimates from config.json against known counts, hand derivations and bad input.
+
+Known counts come from observatory/data/param_counts.json, each with its source. Tolerances:
+
+- ``total_tolerance == 0``: the count is an index total_size divided by the bytes per parameter
+  (or a table quoting the exact figure). The estimate counts exactly the tensors such a
+  checkpoint holds, so it must equal the count: any difference is a missing or extra tensor.
+- otherwise the figure is a model-card or paper number; its tolerance is one unit of its last
+  published digit (it may be rounded or truncated), and the estimate must fall inside it.
+- active parameters: within 5 % of the publisher's figure in the publisher's convention (the
+  issue's criterion); conventions differ by whole embedding matrices, so this is not exact.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+import observatory
+from observatory.core.config_dialects import ConfigError, GeometryError
+from observatory.core.params import BREAKDOWN_KEYS, ParameterEstimate, estimate_parameters
+
+DATA = Path(observatory.__file__).parent / "data"
+CONFIG_DIR = DATA / "configs"
+KNOWN = json.loads((DATA / "param_counts.json").read_text())["models"]
+TOTALS = [m for m in KNOWN if m["total"] is not None and m.get("comparable", True)]
+ACTIVES = [m for m in KNOWN if m.get("active") is not None]
+
+
+def load(name: str) -> dict:
+    return json.loads((CONFIG_DIR / name).read_text())
+
+
+def estimate(name: str) -> ParameterEstimate:
+    return estimate_parameters(load(name))
+
+
+def test_known_counts_name_bundled_configs_and_carry_sources():
+    assert len(TOTALS) >= 25 and len(ACTIVES) >= 8
+    for m in KNOWN:
+        assert (CONFIG_DIR / m["file"]).is_file(), m["file"]
+        for part in ("total", "active"):
+            if m.get(part) is not None:
+                source = m[f"{part}_source"]
+                assert source["kind"] in ("safetensors-index", "bin-index", "hub-index", "public-table",
+                                          "model-card", "paper", "publisher"), m["file"]
+                assert source.get("url") or (source.get("repo") and source.get("path") and
+                                             len(source.get("commit", "")) == 40), m["file"]
+        source = m.get("total_source") or {}
+        if "total_size" in source:  # the recorded arithmetic reproduces the recorded count
+            size = source["total_size"] - source.get("non_parameter_bytes", 0)
+            assert size / source["bytes_per_parameter"] == m["total"], m["file"]
+
+
+@pytest.mark.parametrize("known", TOTALS, ids=[m["file"].removesuffix(".json") for m in TOTALS])
+def test_total_matches_known_count(known):
+    est = estimate(known["file"])
+    if known["total_tolerance"] == 0:
+        assert est.total == known["total"]
+    else:
+        assert abs(est.total - known["total"]) <= known["total_tolerance"]
+
+
+@pytest.mark.parametrize("known", ACTIVES, ids=[m["file"].removesuffix(".json") for m in ACTIVES])
+def test_moe_active_parameters_within_five_percent_of_published(known):
+    est = estimate(known["file"])
+    assert est.is_moe
+    ours = est.active
+    if known["active_convention"] == "without the input embedding":  # gpt-oss counts the unembedding only
+        ours -= est.breakdown["embeddings"]
+    assert abs(ours - known["active"]) <= 0.05 * known["active"]
+
+
+def test_every_bundled_config_gets_an_estimate_whose_breakdown_adds_up():
+    for path in sorted(CONFIG_DIR.glob("*.json")):
+        cfg = json.loads(path.read_text())
+        if cfg.get("is_encoder_decoder") is True and cfg.get("model_type") not in ("t5", "mt5", "umt5"):
+            # BART, Whisper, NLLB: refused with the one-line reason until their stacks are modelled
+            with pytest.raises(GeometryError, match="is not estimated"):
+                estimate_parameters(cfg)
+            continue
+        est = estimate_parameters(cfg)
+        assert set(est.breakdown) <= set(BREAKDOWN_KEYS), path.name
+        assert all(v > 0 for v in est.breakdown.values()), path.name
+        assert sum(est.breakdown.values()) == est.total, path.name
+        assert 0 < est.active <= est.total, path.name
+        if not est.is_moe and not {"mtp", "vision"} & set(est.breakdown):
+            assert est.active == est.total, path.name
+        json.dumps(est.to_dict(), allow_nan=False)
+
+
+def test_tied_embeddings_drop_exactly_the_output_head():
+    cfg = load("meta-llama__Llama-3.2-1B-Instruct.json")  # tie_word_embeddings: true
+    tied = estimate_parameters(cfg)
+    assert "lm_head" not in tied.breakdown
+    untied = estimate_parameters({**cfg, "tie_word_embeddings": False})
+    assert untied.total - tied.total == 128256 * 2048 == untied.breakdown["lm_head"]
+
+
+def test_gqa_attention_by_hand():
+    # Llama-3.1-8B layer: q 4096x4096, k and v 4096x1024 (8 KV heads of 128), o 4096x4096; 32 layers.
+    est = estimate("meta-llama__Llama-3.1-8B.json")
+    assert est.breakdown["attention"] == 32 * (4096 * 4096 * 2 + 4096 * 1024 * 2)
+    assert est.breakdown["mlp"] == 32 * 3 * 4096 * 14336  # SwiGLU: gate, up, down
+    assert est.breakdown["norms"] == 32 * 2 * 4096 + 4096  # two RMSNorms per layer and the final one
+
+
+def test_mla_with_q_and_kv_lora_by_hand():
+    # DeepSeek-V3 (h=7168, 128 heads, q_lora 1536, kv_lora 512, rope 64, nope 128, v 128), per layer:
+    #   q: 7168*1536 + 1536 (q_a_layernorm) + 1536*128*(128+64)
+    #   kv: 7168*(512+64) + 512 (kv_a_layernorm) + 512*128*(128+128)
+    #   o: 128*128*7168
+    per_layer = (7168 * 1536 + 1536 + 1536 * 128 * 192) + (7168 * 576 + 512 + 512 * 128 * 256) + 128 * 128 * 7168
+    est = estimate("deepseek-ai__DeepSeek-V3.json")
+    assert est.breakdown["attention"] == 61 * per_layer
+    cfg = load("deepseek-ai__DeepSeek-V3.json")
+    cfg.pop("q_lora_rank")  # DeepSeek-V2-Lite style: queries projected directly
+    direct = estimate_parameters(cfg)
+    assert direct.breakdown["attention"] == 61 * (per_layer - (7168 * 1536 + 1536 + 1536 * 128 * 192)
+                                                  + 7168 * 128 * 192)
+
+
+def test_deepseek_moe_schedule_shared_experts_router_and_mtp():
+    est = estimate("deepseek-ai__DeepSeek-V3.json")
+    # first_k_dense_replace=3: three dense SwiGLU layers of width 18432, then 58 MoE layers
+    assert est.breakdown["mlp"] == 3 * 3 * 7168 * 18432
+    assert est.breakdown["experts"] == 58 * 256 * 3 * 7168 * 2048
+    assert est.breakdown["shared_experts"] == 58 * 3 * 7168 * 2048
+    assert est.breakdown["router"] == 58 * (7168 * 256 + 256)  # gate plus e_score_correction_bias
+    # DeepSeek's card: "671B of the Main Model weights and 14B of the MTP Module weights"
+    assert abs(est.total - est.breakdown["mtp"] - 671e9) <= 1e9
+    assert abs(est.breakdown["mtp"] - 14e9) <= 1e9
+    # active: 8 of 256 routed experts per MoE layer, MTP excluded
+    routed_idle = 58 * (256 - 8) * 3 * 7168 * 2048
+    assert est.active == est.total - routed_idle - est.breakdown["mtp"]
+
+
+def test_llama4_maverick_interleaves_moe_and_dense_layers():
+    est = estimate("meta-llama__Llama-4-Maverick-17B-128E-Instruct.json")
+    # interleave_moe_layer_step=2: layers 1, 3, ..., 47 route to 128 experts; the rest are dense (16384 wide)
+    assert est.breakdown["experts"] == 24 * 128 * 3 * 5120 * 8192
+    assert est.breakdown["shared_experts"] == 24 * 3 * 5120 * 8192
+    assert est.breakdown["mlp"] == 24 * 3 * 5120 * 16384
+
+
+def test_gpt_oss_biases_sinks_and_expert_biases():
+    est = estimate("openai__gpt-oss-20b.json")
+    q, kv = 64 * 64, 8 * 64
+    per_layer_attention = 2880 * (q + 2 * kv) + q * 2880 + (q + 2 * kv) + 2880 + 64  # biases, 64 sinks
+    assert est.breakdown["attention"] == 24 * per_layer_attention
+    per_expert = 3 * 2880 * 2880 + 2 * 2880 + 2880  # gate_up and down with their biases
+    assert est.breakdown["experts"] == 24 * 32 * per_expert
+    assert est.breakdown["router"] == 24 * (2880 * 32 + 32)
+
+
+def test_qwen_mixture_of_experts_respects_mlp_only_layers():
+    cfg = load("Qwen__Qwen3-30B-A3B.json")
+    cfg["mlp_only_layers"] = [0, 47]
+    est = estimate_parameters(cfg)
+    assert est.breakdown["mlp"] == 2 * 3 * 2048 * 6144
+    assert est.breakdown["experts"] == 46 * 128 * 3 * 2048 * 768
+
+
+def test_hybrid_linear_attention_and_mtp_counted():
+    est = estimate("Qwen__Qwen3.5-9B.json")  # 24 Gated DeltaNet layers, 8 gated full-attention layers
+    assert est.breakdown["linear_mixers"] > 0 and est.breakdown["attention"] > 0
+    assert "mtp" in est.breakdown and est.active == est.total - est.breakdown["mtp"] - est.breakdown["vision"]
+
+
+def test_mamba_hybrid_is_estimated_with_a_warning():
+    cfg = {"model_type": "nemotron_h", "hidden_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 2,
+           "head_dim": 128, "hybrid_override_pattern": "M-M*-M-", "intermediate_size": 4096, "vocab_size": 1000,
+           "mamba_num_heads": 32, "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 4, "conv_kernel": 4,
+           "expand": 2, "tie_word_embeddings": False}
+    est = estimate_parameters(cfg)
+    assert any("Mamba" in w and "approximate" in w for w in est.warnings)
+    # one attention block, three MLP-only blocks, three Mamba blocks; no block has both
+    assert est.breakdown["attention"] == 1024 * (1024 + 2 * 256) + 1024 * 1024
+    assert est.breakdown["mlp"] == 3 * 3 * 1024 * 4096
+    bigger = estimate_parameters({**cfg, "ssm_state_size": 256})
+    assert bigger.breakdown["linear_mixers"] > est.breakdown["linear_mixers"]
+
+
+def test_vision_tower_is_counted_and_said_so():
+    est = estimate("Qwen__Qwen2.5-VL-7B-Instruct.json")
+    assert est.counts_vision and est.breakdown["vision"] > 0
+    assert any("vision tower" in w for w in est.warnings)
+    assert est.active == est.total - est.breakdown["vision"]
+    text_only = estimate("Qwen__Qwen2.5-7B-Instruct.json")
+    assert est.total - est.breakdown["vision"] == text_only.total  # the same language model
+    named = estimate("openbmb__MiniCPM-V.json")  # names a SigLIP encoder but does not describe it
+    assert not named.counts_vision and any("language model only" in w for w in named.warnings)
+
+
+def test_encoder_only_and_t5_by_known_totals():
+    # bert-base-uncased as BertModel: 109,482,240; t5-small: 60,506,624; t5-v1_1-base: 247,577,856
+    bert = estimate_parameters({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12,
+                                "num_hidden_layers": 12, "intermediate_size": 3072, "vocab_size": 30522,
+                                "max_position_embeddings": 512, "type_vocab_size": 2})
+    assert bert.total == 109_482_240 and bert.breakdown["pooler"] == 768 * 768 + 768
+    small = estimate_parameters({"model_type": "t5", "d_model": 512, "num_heads": 8, "num_layers": 6, "d_kv": 64,
+                                 "d_ff": 2048, "vocab_size": 32128, "feed_forward_proj": "relu"})
+    assert small.total == 60_506_624
+    v11 = estimate_parameters({"model_type": "t5", "d_model": 768, "num_heads": 12, "num_layers": 12,
+                               "num_decoder_layers": 12, "d_kv": 64, "d_ff": 2048, "vocab_size": 32128,
+                               "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False})
+    assert v11.total == 247_577_856
+
+
+LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 100}
+
+
+@pytest.mark.parametrize("change, error, message", [
+    ({"vocab_size": None}, GeometryError, "no vocabulary size"),
+    ({"intermediate_size": None}, GeometryError, "no feed-forward width"),
+    ({"vocab_size": True}, GeometryError, "boolean"),
+    ({"vocab_size": -5}, GeometryError, "at least 1"),
+    ({"num_local_experts": 8}, GeometryError, "no experts-per-token"),
+    ({"num_local_experts": 4, "num_experts_per_tok": 6}, GeometryError, "exceeds"),
+    ({"num_attention_heads": None}, GeometryError, "no attention head count"),
+    ({"model_type": "rwkv", "architectures": ["RwkvForCausalLM"]}, GeometryError, "no parameter estimate"),
+    ({"model_type": "bart", "is_encoder_decoder": True}, GeometryError, "encoder-decoder"),
+])
+def test_bad_configs_are_refused_with_one_line(change, error, message):
+    cfg = {k: v for k, v in {**LLAMA, **change}.items() if v is not None}
+    with pytest.raises(error) as info:
+        estimate_parameters(cfg)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("value", [None, [], "config", 3])
+def test_a_config_that_is_not_an_object_is_a_config_error(value):
+    with pytest.raises(ConfigError, match="JSON object"):
+        estimate_parameters(value)
+
+
+def test_estimate_is_immutable_and_does_not_touch_its_input():
+    cfg = load("Qwen__Qwen3-30B-A3B.json")
+    before = copy.deepcopy(cfg)
+    est = estimate_parameters(cfg)
+    assert cfg == before
+    with pytest.raises(TypeError):
+        est.breakdown["experts"] = 0  # type: ignore[index]
