@@ -76,8 +76,10 @@ def attention_shape(geom: Geometry, batch: int, context: int) -> AttentionShape:
     """
     if batch < 1 or context < 1:
         raise ValueError(f"batch and context must be >= 1, got {batch}, {context}")
-    if geom.attention_kind == "none":
-        raise SkipShape("no attention layer with a KV cache")
+    if geom.attention_kind == "none" or not geom.kv_layers:
+        raise SkipShape("no attention layer with a KV cache" + (" (encoder-only)" if geom.encoder_only else ""))
+    if geom.head_dims_per_layer and len(set(geom.head_dims_per_layer)) > 1:
+        raise SkipShape("head dim varies by layer")
     heads = geom.num_query_heads
     if geom.query_heads_per_layer and len(set(geom.query_heads_per_layer)) > 1:
         raise SkipShape("query-head count varies by layer")

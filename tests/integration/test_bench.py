@@ -216,6 +216,10 @@ def test_attention_shape_and_its_counterfactual():
         attention_shape(parse_geometry({"model_type": "mamba", "hidden_size": 256, "num_hidden_layers": 2}), 1, 10)
     with pytest.raises(ValueError, match="batch and context"):
         attention_shape(parse_geometry(SMALL_GQA), 0, 10)
+    bert = {"model_type": "bert", "architectures": ["BertModel"], "num_attention_heads": 12, "hidden_size": 768,
+            "num_hidden_layers": 12}
+    with pytest.raises(SkipShape, match="encoder-only"):
+        attention_shape(parse_geometry(bert), 1, 10)
 
 
 def test_rotation_copies():
