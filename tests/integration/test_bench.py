@@ -356,6 +356,10 @@ def test_pages_show_mla_results_and_the_measured_dividend(engine, settings):
         assert all([p["x"] for p in s["points"]] == [64, 256] for s in drawn)
         assert any("MLA H=8 latent 64+16, b=1, 256 tokens, median of 1 runs" in p["name"] for s in drawn for p in s["points"])
 
+        api = client.get("/api/v1/models/org/small-mla").json()
+        assert api["bench"][0]["kernel"] == "mla" and api["bench"][0]["head_dim_v"] == 64
+        assert api["bench"][0]["measured_speedup"] > 0 and api["bench"][0]["predicted_bound"] in ("memory", "compute")
+
         model_page = client.get("/models/org/small-gqa").text
         assert 'id="chart-dividend"' in model_page and "H=8 K=2 d=64" in model_page
         assert "of matmul" in model_page or "FLOP/s (of matmul)" in model_page
