@@ -89,7 +89,7 @@ class Derived:
         return quantization(self.config, []) if self.config is not None else (None, None)
 
 
-def _estimate(cfg: dict) -> tuple[int | None, int | None]:
+def parameter_estimate(cfg: dict) -> tuple[int | None, int | None]:
     """Total and active parameters estimated from the config; (None, None) when it cannot say."""
     try:
         estimate = estimate_parameters(cfg)
@@ -101,7 +101,7 @@ def _estimate(cfg: dict) -> tuple[int | None, int | None]:
 def geometry_values(geom: Geometry, cfg: dict, *, revision_id: int, model_id: str) -> dict:
     """The ``geometry`` row for a derived Geometry, as column values."""
     mla = geom.mla
-    total, active = _estimate(cfg)
+    total, active = parameter_estimate(cfg)
     return dict(
         encoder_only=getattr(geom, "encoder_only", False),
         is_encoder_decoder=getattr(geom, "is_encoder_decoder", False),
@@ -229,15 +229,29 @@ def _update_models(session: Session, values_by_id: Mapping[str, Mapping]) -> Non
                 attributes.set_committed_value(obj, name, value)
 
 
-def rederive(session: Session) -> int:
-    """Re-parse revisions whose geometry came from an older parser (or failed); returns count."""
+def stale_revision_ids(session: Session, limit: int | None = None) -> list[int]:
+    """Revisions whose geometry an older parser derived, or that have none (they failed)."""
+    query = (select(ConfigRevision.id)
+             .outerjoin(GeometryRow, GeometryRow.revision_id == ConfigRevision.id)
+             .where((GeometryRow.id.is_(None)) | (GeometryRow.parser_version < PARSER_VERSION))
+             .order_by(ConfigRevision.id))
+    return list(session.exec(query.limit(limit) if limit else query))
+
+
+def rederive(session: Session, ids: Iterable[int] | None = None) -> int:
+    """Re-parse revisions whose geometry came from an older parser (or failed); returns count.
+
+    ``ids`` limits it to those revisions (``stale_revision_ids`` in batches, for big stores).
+    """
     changed = 0
-    revisions = session.exec(select(ConfigRevision)).all()
-    for revision in revisions:
+    ids = stale_revision_ids(session) if ids is None else list(ids)
+    for revision in session.exec(select(ConfigRevision).where(col(ConfigRevision.id).in_(ids))):
         row = session.exec(select(GeometryRow).where(GeometryRow.revision_id == revision.id)).first()
         if row is not None and row.parser_version >= PARSER_VERSION:
             continue
         d = derive(revision.raw_text)
+        if row is None and d.error is not None and d.error == revision.parse_error:
+            continue  # still unreadable, for the same reason: nothing changed
         if row is not None:
             session.delete(row)
             session.flush()

@@ -342,7 +342,9 @@ def _bind_values(params: ModelListParams) -> dict[str, Any]:
         "author": params.author.lower() if params.author else None, "model_type": params.model_type,
         "min_downloads": params.min_downloads,
         "created_from": _day_start(params.created_from) if params.created_from else None,
-        "created_to": _day_start(params.created_to + timedelta(days=1)) if params.created_to else None,
+        # the day after, exclusive; the calendar's last day bounds nothing (and has no day after)
+        "created_to": _day_start(params.created_to + timedelta(days=1))
+        if params.created_to and params.created_to < date.max else None,
         # matched with LIKE ... ESCAPE '/': the user's % and _ are literal
         "q": params.q.replace("/", "//").replace("%", "/%").replace("_", "/_") if params.q is not None else None,
     }
@@ -482,6 +484,8 @@ class ModelInfo(BaseModel):
     is_test_repo: bool
     lineage_warnings: list[str] | None
     organisation: str | None
+    snapshot_meta: dict | None = Field(description="Snapshot entries: family, the sources of the release date, "
+                                                   "parameter count and config, and notes")
     source: str = Field(description='"hub" (crawled) or "snapshot" (bundled notable-model snapshot)')
     release_date_confidence: str | None
     first_seen_at: datetime
@@ -919,6 +923,15 @@ def store_counts(session: Session) -> dict[str, int]:
     others = dict(session.execute(_OTHER_SOURCES).all())
     counts = {"snapshot": 0, **others, "hub": total - sum(others.values())}
     return {"total": total, **dict(sorted(counts.items()))}
+
+
+def geometry_flags(session: Session) -> dict[str, int]:
+    """Current geometries the trends count apart: uncertain ones (an unknown layer type counted as a
+    full KV layer) and encoder-only models."""
+    current = (sa.select(sa.func.count()).select_from(HubModel.__table__)
+               .join(GeometryRow.__table__, _G.revision_id == _M.current_revision_id))
+    return {"uncertain": session.execute(current.where(_G.uncertain.is_(sa.true()))).scalar_one(),
+            "encoder_only": session.execute(current.where(_G.encoder_only.is_(sa.true()))).scalar_one()}
 
 
 def _by_source(condition: sa.ColumnElement) -> sa.Select:

@@ -10,6 +10,14 @@ lease in the store, and only the holder starts an APScheduler. The holder renews
 every third of its TTL; if it dies, a standby takes over within one TTL. The crawl job also
 takes the ``crawl`` lease, so even a leadership hand-over never runs two crawls at once.
 
+Stopping is prompt whatever the jobs are doing: ``shutdown`` asks them to stop (every Hub wait
+and socket read sees it within a fraction of a second, ``observatory.hub.transport``) and gives
+them ``scheduler_shutdown_grace_s`` to finish. Jobs run on daemon threads, so one that ignores
+the request (a benchmark in the middle of a kernel) cannot keep the process alive after that.
+
+Offline, the first job that finds the Hub unreachable logs one line saying so and what to set;
+later ones log at INFO. No job prints a traceback for a Hub that is down or rate limiting.
+
 Other domains add a ``JobSpec`` to ``JOBS`` (target ``"module:function"`` called with
 ``(engine, settings)``, imported only when the job runs). Steps that must follow every crawl
 belong in ``observatory.pipeline.after_crawl`` instead.
@@ -26,11 +34,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+import time
+
+from apscheduler.executors.base import BaseExecutor, run_job
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.engine import Engine
 
 from observatory import lease
-from observatory.hub.session import HubUnreachable
+from observatory.hub import transport
+from observatory.hub.policy import HubUnreachable, RateLimited
 from observatory.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -59,12 +71,64 @@ JOBS: list[JobSpec] = [
     JobSpec("stats-refresh", "observatory.crawler.stats:refresh_popular", lambda s: s.stats_refresh_interval_s,
             first_delay_s=120),
     # Spot-benchmarks of newly crawled models, when the bench domain is installed.
-    JobSpec("bench-new-models", "observatory.bench.jobs:bench_new_models", lambda s: s.bench_interval_s,
-            first_delay_s=300, optional=True),
+    # Off unless bench_schedule_enabled: a fresh install should not spend its CPUs on benchmarks.
+    JobSpec("bench-new-models", "observatory.bench.jobs:bench_new_models",
+            lambda s: s.bench_interval_s if s.bench_schedule_enabled else 0, first_delay_s=300, optional=True),
     # Webhook/e-mail retries that come due between crawls (each crawl also evaluates and delivers).
     JobSpec("alert-delivery", "observatory.alerts.delivery:scheduled_delivery", lambda s: s.alert_delivery_interval_s,
             first_delay_s=15),
 ]
+
+
+OFFLINE_HINT = (
+    "{error}. Showing the data already stored (on a fresh install, the bundled "
+    "snapshot). To crawl, make {endpoint} reachable: set HF_ENDPOINT to a Hub or mirror this machine "
+    "can reach, or a proxy (HTTPS_PROXY); `observatory crawl` runs one crawl now. The schedule tries "
+    "again every {interval:.0f} s."
+)
+
+
+class DaemonExecutor(BaseExecutor):
+    """Runs each job on a daemon thread of its own; ``shutdown(wait=True)`` waits at most ``grace_s``.
+
+    APScheduler's thread pool uses ``concurrent.futures`` threads, which the interpreter joins at
+    exit: one stuck job would keep a SIGTERMed process alive.
+    """
+
+    def __init__(self, grace_s: float) -> None:
+        super().__init__()
+        self.grace_s = grace_s
+        self._threads: set[threading.Thread] = set()
+        self._lock = threading.Lock()
+
+    def _do_submit_job(self, job, run_times) -> None:
+        def target() -> None:
+            try:
+                events = run_job(job, job._jobstore_alias, run_times, self._logger.name)
+            except BaseException as exc:
+                self._run_job_error(job.id, exc, exc.__traceback__)
+            else:
+                self._run_job_success(job.id, events)
+            finally:
+                with self._lock:
+                    self._threads.discard(threading.current_thread())
+
+        thread = threading.Thread(target=target, name=f"job-{job.id}", daemon=True)
+        with self._lock:
+            self._threads.add(thread)
+        thread.start()
+
+    def shutdown(self, wait: bool = True) -> None:
+        if not wait:
+            return
+        end = time.monotonic() + self.grace_s
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(max(0.0, end - time.monotonic()))
+        if left := [t.name for t in threads if t.is_alive()]:
+            log.warning("shutting down without waiting for %s (still running after %.0f s)",
+                        ", ".join(left), self.grace_s)
 
 
 def _available(spec: JobSpec) -> bool:
@@ -90,6 +154,7 @@ class SchedulerHandle:
         self._lock = threading.Lock()
         self._scheduler: BackgroundScheduler | None = None
         self._thread: threading.Thread | None = None
+        self._said_offline = False
 
     @property
     def is_leader(self) -> bool:
@@ -107,7 +172,7 @@ class SchedulerHandle:
     def shutdown(self, wait: bool = True) -> None:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=self._ttl)
+            self._thread.join(timeout=min(self._ttl, self.settings.scheduler_shutdown_grace_s))
         self._stop_scheduler(wait=wait)
 
     # -- leadership ---------------------------------------------------------------------------
@@ -126,7 +191,8 @@ class SchedulerHandle:
             self._stop.wait(self._ttl / 3)
 
     def _start_scheduler(self) -> None:
-        scheduler = BackgroundScheduler(timezone=timezone.utc)
+        scheduler = BackgroundScheduler(
+            timezone=timezone.utc, executors={"default": DaemonExecutor(self.settings.scheduler_shutdown_grace_s)})
         now = datetime.now(timezone.utc)
         for spec in self.jobs:
             interval = float(spec.interval(self.settings))
@@ -154,13 +220,26 @@ class SchedulerHandle:
             return
         token = _stopping.set(self._stop)
         try:
-            _resolve(spec.target)(self.engine, self.settings)
-        except HubUnreachable:  # offline: the crawl logged its one line; tried again next time
-            pass
+            with transport.cancellable(self._stop.is_set):
+                _resolve(spec.target)(self.engine, self.settings)
+        except HubUnreachable as exc:  # offline: say so once, with what to do; tried again next time
+            self._note_offline(spec, exc)
+        except RateLimited as exc:
+            log.info("scheduled job %s stopped: %s", spec.id, exc)
+        except transport.Cancelled:
+            log.info("scheduled job %s stopped: shutting down", spec.id)
         except Exception:  # a failing job must not take the schedule down; it runs again next time
             log.exception("scheduled job %s failed", spec.id)
         finally:
             _stopping.reset(token)
+
+    def _note_offline(self, spec: JobSpec, exc: HubUnreachable) -> None:
+        if self._said_offline:
+            log.info("scheduled job %s: %s", spec.id, exc)
+            return
+        self._said_offline = True
+        log.warning(OFFLINE_HINT.format(error=exc, endpoint=self.settings.hf_endpoint,
+                                        interval=self.settings.crawl_interval_s))
 
 
 def _resolve(target: str | Callable) -> Callable:

@@ -57,6 +57,19 @@ class Settings(BaseSettings):
     webhook_lease_s: float = 120.0
     webhook_workers: int = 4  # parallel sends in one delivery pass
     alert_delivery_interval_s: float = 10.0  # scheduler job sending deliveries that came due
+    # Abuse limits for anonymous writes. Creating a subscription without an owner token takes a
+    # token from a bucket per client address (kept in the store, shared by every worker): at most
+    # subscribe_burst at once, refilled at subscribe_per_hour.
+    subscribe_burst: int = 10
+    subscribe_per_hour: float = 20.0
+    # Webhook endpoints that never received a delivery plus e-mail addresses not yet confirmed,
+    # over all subscriptions; at this many, new ones are refused until some are verified.
+    max_unverified_endpoints: int = 1000
+    # Resolving a webhook's host name: at most this long, this many lookups at once, and the
+    # answer (or the failure) reused for this long.
+    webhook_dns_timeout_s: float = 2.0
+    webhook_dns_concurrency: int = 4
+    webhook_dns_cache_s: float = 60.0
     # Only loopback targets may be allowed, and only for tests; private ranges never are.
     allow_loopback_webhooks: bool = False
     allow_http_webhooks: bool = False  # plain http targets (tests); https otherwise
@@ -73,12 +86,27 @@ class Settings(BaseSettings):
     smtp_timeout_s: float = 10.0
 
     # Hub access (observatory/hub). Timeouts and waits are in seconds; tests shrink them.
-    hub_timeout_s: float = 20.0  # per request; list_models passes timeout=None, a hook applies this
-    hub_max_retries: int = 4  # retries of one config GET on 429/5xx/timeouts within a run
+    # Every Hub request (listing pages and config files) goes through observatory.hub.policy.
+    hub_timeout_s: float = 20.0  # longest silence while waiting for headers or for the next bytes
+    hub_connect_timeout_s: float = 5.0  # to open a connection; past it the Hub counts as unreachable
+    # One request in all: connect, headers and body together (a server dripping bytes ends here).
+    hub_deadline_s: float = 60.0
+    hub_max_retries: int = 4  # retries of one request on 408/429/5xx, timeouts, dropped connections
     hub_backoff_base_s: float = 1.0  # first backoff after a 5xx/timeout; doubles per retry
     hub_backoff_max_s: float = 60.0
-    hub_max_wait_s: float = 600.0  # longest RateLimit/Retry-After pause sat out inside a run
+    # Longest RateLimit/Retry-After waits sat out for one request; a longer one ends the run as
+    # "rate_limited", and the scheduler's next crawl waits until the time the Hub named.
+    hub_max_wait_s: float = 600.0
     hub_max_config_bytes: int = 2_000_000  # a bigger config.json is refused unread
+    # Redirects are followed only within HF_ENDPOINT's own origin and to these hosts (https),
+    # the Hub's hosts and the CDN hosts it uses for resolve (hub-docs, models-downloading.md).
+    # Any other Location is refused and recorded as the failure "redirect_refused".
+    hub_redirect_hosts: list[str] = [
+        "huggingface.co", "hf.co",
+        "cdn-lfs.hf.co", "cdn-lfs-us-1.hf.co", "cdn-lfs-eu-1.hf.co",
+        "cdn-lfs.huggingface.co", "cdn-lfs-us-1.huggingface.co", "cdn-lfs-eu-1.huggingface.co",
+        "cas-bridge.xethub.hf.co", "cas-bridge.xethub-eu.hf.co", "us.aws.cdn.hf.co", "us.gcp.cdn.hf.co",
+    ]
     # Crawler (observatory/crawler)
     crawl_concurrency: int = 8  # config fetches in flight; the Hub's resolver quota is the real bound
     crawl_first_run_days: float = 2.0  # a scope's first run looks back this far unless --since says
@@ -94,10 +122,15 @@ class Settings(BaseSettings):
     # Scheduler (observatory/scheduler.py)
     scheduler_enabled: bool = True  # `observatory serve` runs the schedule in-process
     scheduler_lease_ttl_s: float = 60.0  # leadership lapses this long after its holder stops
+    # On SIGTERM/SIGINT running jobs are asked to stop and get this long to finish; then the
+    # process exits anyway (a crawl stops within a second; what it fetched is stored).
+    scheduler_shutdown_grace_s: float = 5.0
     crawl_interval_s: int = 1800
     stats_refresh_interval_s: int = 6 * 3600  # downloads/likes of popular models
     stats_refresh_top_n: int = 5000  # how many of the most downloaded models the refresh reads
-    bench_interval_s: int = 6 * 3600  # spot-benchmarks of new models (if installed); 0 = off
+    # Scheduled spot-benchmarks of new models run only when enabled: they keep the CPUs busy.
+    bench_schedule_enabled: bool = False
+    bench_interval_s: int = 6 * 3600  # how often, once enabled; 0 = off
     # Spot-benchmarks (observatory/bench): what the scheduled job runs, kept small so a CPU finishes
     # in seconds. "Notable" = at least this many downloads, or a model from the bundled snapshot.
     bench_job_limit: int = 3  # models per scheduled run

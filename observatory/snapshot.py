@@ -1,9 +1,21 @@
-"""The bundled snapshot: notable open models 2019-2026, so a fresh install has real data offline.
+"""The bundled snapshot: notable open models 2018-2026, so a fresh install has real data offline.
 
-``data/snapshot.json`` lists each model with its release date and either a real config.json
-(``config_file`` in ``data/configs/``, provenance "verbatim") or the published attention geometry
-written as a minimal config dict (``config``, provenance "reconstructed"). Both go through the
-same write path as the crawler (``ingest.record_config``), so one parser derives every geometry.
+``data/snapshot.json`` lists each model with its organisation, family, release date (with its
+source and a confidence), parameter count (with its kind and source) and its config:
+
+- ``verbatim``: a real config.json in ``data/configs/`` (``config_file``), copied byte for byte
+  from a public repository (``source_repo``, ``source_path``, ``source_commit``); ``copy`` says
+  whether that copy is the Hub's file (``hub_hash_check``: its sha256 matched a published list
+  of Hub hashes) or one the vendoring project edited.
+- ``transcribed``: a config whose keys and values were copied from code that embeds it (a
+  Python dict), saved as JSON: the values are the publisher's, the bytes are not.
+- ``reconstructed``: the published geometry written as a minimal config dict (``config``),
+  only where no copy could be found anywhere public (``searched`` says where we looked).
+
+Every entry is an original release (``relation: original``). Entries whose config is
+byte-identical to another's name it in ``same_architecture_as`` (different weights, one
+architecture: DeepSeek-V3 and R1). All go through the crawler's write path
+(``ingest.record_config``), so one parser derives every geometry.
 
 Loading is idempotent. A revision's sha is ``snapshot-v1:<sha1 of its raw text>``: loading the
 same data again finds every revision already there, and an edited entry becomes a new revision.
@@ -18,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -36,16 +49,24 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 SNAPSHOT_PATH = DATA_DIR / "snapshot.json"
 CONFIGS_DIR = DATA_DIR / "configs"
 
-SNAPSHOT_VERSION = 1
-SHA_PREFIX = "snapshot-v1:"
+SNAPSHOT_VERSION = 2
+SHA_PREFIX = "snapshot-v1:"  # of the raw text: unchanged by the manifest's format
 _ANY_SNAPSHOT_SHA = "snapshot%"  # every snapshot format's revisions, as opposed to Hub commit shas
-PROVENANCES = ("verbatim", "reconstructed")
+PROVENANCES = ("verbatim", "transcribed", "reconstructed")
+FILE_PROVENANCES = ("verbatim", "transcribed")  # entries with a config_file
 CONFIDENCES = ("high", "medium", "low")
+PARAMETER_KINDS = ("safetensors total", "model card", "paper", "announcement", "config estimate")
 DEFAULT_PIPELINE_TAG = "text-generation"
+EARLIEST_RELEASE = date(2017, 1, 1)
 
-_REQUIRED = ("id", "family", "release_date", "release_date_confidence", "provenance", "source")
-_OPTIONAL = ("num_parameters", "config", "config_file", "copy", "notes", "pipeline_tag")
+_REQUIRED = ("id", "organisation", "family", "release_date", "release_date_confidence", "release_date_source",
+             "provenance")
+_OPTIONAL = ("num_parameters", "num_parameters_kind", "num_parameters_source", "active_parameters",
+             "active_parameters_source", "config", "config_file", "source_repo", "source_path", "source_commit",
+             "source", "copy", "hub_hash_check", "same_architecture_as", "searched", "notes", "pipeline_tag")
 _MAX_SOURCE = 500  # ConfigRevision.source
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
 class SnapshotError(ValueError):
@@ -55,16 +76,33 @@ class SnapshotError(ValueError):
 @dataclass(frozen=True)
 class SnapshotEntry:
     id: str
+    organisation: str
     family: str
     release_date: date
     release_date_confidence: str
+    release_date_source: str
     num_parameters: int | None
     provenance: str
-    source: str
+    source: str  # a URL: the vendored copy's blob at its commit, or where the geometry was published
     raw_text: str
     config_file: str | None = None
     pipeline_tag: str = DEFAULT_PIPELINE_TAG
     notes: str | None = None
+    num_parameters_kind: str | None = None
+    num_parameters_source: str | None = None
+    active_parameters: int | None = None
+    active_parameters_source: str | None = None
+    source_repo: str | None = None
+    source_path: str | None = None
+    source_commit: str | None = None
+    copy: str | None = None
+    hub_hash_check: str | None = None
+    same_architecture_as: tuple[str, ...] = ()
+    searched: str | None = None
+
+    META_FIELDS = ("family", "release_date_source", "num_parameters_kind", "num_parameters_source",
+                   "active_parameters_source", "source_repo", "source_path", "source_commit", "copy",
+                   "hub_hash_check", "same_architecture_as", "searched", "notes")
 
     @property
     def sha(self) -> str:
@@ -86,11 +124,19 @@ class SnapshotEntry:
             "library_name": "transformers",
             "tags": tags,
             "num_parameters": self.num_parameters,
-            "parameters_source": "published" if self.num_parameters is not None else None,
+            "parameters_source": (None if self.num_parameters is None else
+                                  "safetensors" if self.num_parameters_kind == "safetensors total" else "published"),
+            "active_parameters": self.active_parameters,
             "relation": "original",  # the snapshot lists labs' own releases, never derivatives
+            "organisation": self.organisation,
+            "snapshot_meta": {name: _plain(getattr(self, name)) for name in self.META_FIELDS},
             "source": "snapshot",
             "release_date_confidence": self.release_date_confidence,
         }
+
+
+def _plain(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def reconstructed_text(config: dict) -> str:
@@ -168,17 +214,23 @@ def _entry(raw: object, configs_dir: Path) -> SnapshotEntry:
     confidence = raw["release_date_confidence"]
     if confidence not in CONFIDENCES:
         raise SnapshotError(f"release_date_confidence must be one of {', '.join(CONFIDENCES)}")
-    params = raw.get("num_parameters")
-    if params is not None and (isinstance(params, bool) or not isinstance(params, int) or params <= 0):
-        raise SnapshotError("num_parameters must be a positive integer or null")
-    for key in ("family", "source"):
-        if not isinstance(raw[key], str) or not raw[key].strip():
-            raise SnapshotError(f"{key} must be a non-empty string")
-    if len(raw["source"]) > _MAX_SOURCE:
-        raise SnapshotError(f"source longer than {_MAX_SOURCE} characters")
+    for key in ("family", "organisation", "release_date_source"):
+        _text(raw, key, required=True)
+    for key in ("num_parameters", "active_parameters"):
+        value = raw.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise SnapshotError(f"{key} must be a positive integer or null")
+    kind = raw.get("num_parameters_kind")
+    if raw.get("num_parameters") is not None and kind not in PARAMETER_KINDS:
+        raise SnapshotError(f"num_parameters_kind must be one of {', '.join(PARAMETER_KINDS)}")
+    if raw.get("num_parameters") is not None:
+        _text(raw, "num_parameters_source", required=True)
     pipeline_tag = raw.get("pipeline_tag", DEFAULT_PIPELINE_TAG)
     if not isinstance(pipeline_tag, str) or not 0 < len(pipeline_tag) <= 100:
         raise SnapshotError("pipeline_tag must be a short string")
+    same = raw.get("same_architecture_as", [])
+    if not isinstance(same, list) or not all(isinstance(i, str) and "/" in i for i in same):
+        raise SnapshotError("same_architecture_as must be a list of repo ids")
 
     provenance = raw["provenance"]
     has_file, has_config = "config_file" in raw, "config" in raw
@@ -186,43 +238,75 @@ def _entry(raw: object, configs_dir: Path) -> SnapshotEntry:
         raise SnapshotError(f"provenance must be one of {', '.join(PROVENANCES)}")
     if has_file == has_config:
         raise SnapshotError("give exactly one of config_file (a real config.json) or config (reconstructed)")
-    if provenance == "verbatim" and not has_file:
-        raise SnapshotError(
-            "a reconstructed config dict cannot be marked verbatim; verbatim entries name a config_file"
-        )
-    if provenance == "reconstructed" and not has_config:
-        raise SnapshotError("config_file entries are real files: mark them verbatim")
-    if has_file:
+    if provenance in FILE_PROVENANCES:
+        if not has_file:
+            raise SnapshotError(f"a reconstructed config dict cannot be marked {provenance}; "
+                                f"{provenance} entries name a config_file")
+        repo, path, commit = (_text(raw, key, required=True) for key in ("source_repo", "source_path",
+                                                                             "source_commit"))
+        if not _REPO.match(repo):
+            raise SnapshotError(f"source_repo {repo[:80]!r} is not owner/name")
+        if not _COMMIT.match(commit):
+            raise SnapshotError("source_commit must be a 40-hex commit")
+        if path.startswith("/") or ".." in path.split("/"):
+            raise SnapshotError("source_path must be a path inside the repository")
+        source = f"https://github.com/{repo}/blob/{commit}/{path}"
         raw_text = _read_config_file(raw["config_file"], configs_dir)
     else:
+        if not has_config:
+            raise SnapshotError("config_file entries are real files: mark them verbatim or transcribed")
         if not isinstance(raw["config"], dict) or not raw["config"]:
             raise SnapshotError("config must be a non-empty JSON object")
+        source = _text(raw, "source", required=True)
+        _text(raw, "searched", required=True)  # where a verbatim copy was looked for, in vain
         raw_text = reconstructed_text(raw["config"])
-    notes = raw.get("notes")
-    if notes is not None and not isinstance(notes, str):
-        raise SnapshotError("notes must be a string")
+    if len(source) > _MAX_SOURCE:
+        raise SnapshotError(f"source longer than {_MAX_SOURCE} characters")
+    optional = {key: _text(raw, key) for key in ("notes", "num_parameters_kind", "num_parameters_source",
+                                                 "active_parameters_source", "copy", "hub_hash_check", "searched")}
     return SnapshotEntry(
         id=model_id,
+        organisation=raw["organisation"].strip(),
         family=raw["family"].strip(),
         release_date=release,
         release_date_confidence=confidence,
-        num_parameters=params,
+        release_date_source=raw["release_date_source"].strip(),
+        num_parameters=raw.get("num_parameters"),
+        active_parameters=raw.get("active_parameters"),
         provenance=provenance,
-        source=raw["source"],
+        source=source,
         raw_text=raw_text,
         config_file=raw.get("config_file"),
         pipeline_tag=pipeline_tag,
-        notes=notes,
+        source_repo=raw.get("source_repo"),
+        source_path=raw.get("source_path"),
+        source_commit=raw.get("source_commit"),
+        same_architecture_as=tuple(same),
+        **optional,
     )
+
+
+def _text(raw: dict, key: str, *, required: bool = False) -> str | None:
+    value = raw.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise SnapshotError(f"{key} must be a non-empty string")
+    if len(value) > 2000:
+        raise SnapshotError(f"{key} longer than 2000 characters")
+    return value
 
 
 def _release_date(value: object) -> date:
     if not isinstance(value, str) or len(value) != 10:
         raise SnapshotError("release_date must be YYYY-MM-DD")
     try:
-        return date.fromisoformat(value)
+        day = date.fromisoformat(value)
     except ValueError:
         raise SnapshotError(f"release_date {value!r} is not a real YYYY-MM-DD date") from None
+    if day < EARLIEST_RELEASE:
+        raise SnapshotError(f"release_date {value} is before {EARLIEST_RELEASE}: not an open language model release")
+    return day
 
 
 def _read_config_file(name: object, configs_dir: Path) -> str:

@@ -369,7 +369,7 @@ def plotted_trend_rows(
     m = HubModel.__table__.c
     if since is not None:
         query = query.where(m.created_at >= datetime.combine(since, datetime.min.time(), tzinfo=timezone.utc))
-    if until is not None:
+    if until is not None and until < date.max:  # the calendar's last day bounds nothing (no day after)
         query = query.where(m.created_at < datetime.combine(until + timedelta(days=1), datetime.min.time(),
                                                             tzinfo=timezone.utc))
     rows = [TrendRow(*row) for row in session.execute(query.order_by(m.downloads.desc().nulls_last(), m.id).limit(limit))]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 from sqlmodel import Session, select
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from observatory.alerts import limits
 from observatory.alerts import rules as R
 from observatory.alerts import subscriptions as S
 from observatory.alerts.delivery import RedeliveryRefused, redeliver
@@ -443,14 +444,20 @@ def list_events(
 
 
 @router.post("/subscriptions", response_model=SubscriptionCreated, status_code=201,
-             summary="Subscribe; returns the owner token and webhook secret once", openapi_extra=OPTIONAL_AUTH)
+             summary="Subscribe; returns the owner token and webhook secret once", openapi_extra=OPTIONAL_AUTH,
+             responses={429: {"model": ErrorBody, "description": "Too many new owners from this address "
+                                                                "(Retry-After says when to try again)"},
+                        503: {"model": ErrorBody, "description": "Too many channels await verification"}})
 def create_subscription(body: SubscriptionIn, request: Request, engine: EngineDep, settings: SettingsDep,
                         token: OptionalToken) -> dict:
     try:
         created = S.create(
             engine, settings, name=body.name, rules=[r.model_dump() for r in body.rules],
             webhook_url=body.webhook_url, email=body.email, send_resolved=body.send_resolved, owner_token=token,
+            client=request.client.host if request.client else None,
         )
+    except limits.LimitExceeded as exc:
+        raise StarletteHTTPException(exc.status, str(exc), headers=exc.headers) from None
     except S.LimitReached as exc:
         raise ApiError(409, *exc.errors) from None
     except S.SubscriptionError as exc:

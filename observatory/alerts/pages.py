@@ -17,6 +17,7 @@ from sqlmodel import select
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
+from observatory.alerts import limits
 from observatory.alerts import rules as R
 from observatory.alerts import subscriptions as S
 from observatory.alerts.api import alert_dict, event_dict
@@ -157,7 +158,10 @@ def _create_from_form(request: Request, form: dict) -> HTMLResponse:
             webhook_url=(form.get("webhook_url") or "").strip() or None,
             email=(form.get("email") or "").strip() or None,
             send_resolved=form.get("send_resolved") == "on",
+            client=request.client.host if request.client else None,
         )
+    except limits.LimitExceeded as exc:
+        return _list_page(request, values=form, errors=[str(exc)], status=exc.status)
     except S.SubscriptionError as exc:
         return _list_page(request, values=form, errors=exc.errors, status=422)
     confirmation = None

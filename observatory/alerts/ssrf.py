@@ -5,7 +5,9 @@ the system resolver (so numeric spellings such as ``0x7f000001``, ``2130706433``
 and ``127.1`` mean what the C library says they mean) and refuses the URL if **any** address is
 not publicly routable. ``send_pinned`` then connects to a vetted IP itself, sending the original
 ``Host`` header and TLS server name, so a second DNS answer (rebinding) can never redirect the
-request. Redirects are never followed and the response is capped in size and time.
+request. Redirects are never followed and the response is capped in size and time. Name
+lookups are bounded in time and number and cached briefly (``BoundedResolver``): the names are
+the caller's choice.
 
 Loopback targets pass only when ``allow_loopback`` is set (tests deliver to 127.0.0.1); private,
 link-local, metadata and transition addresses never pass.
@@ -15,9 +17,12 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 import httpx
@@ -106,6 +111,72 @@ def system_resolver(host: str, port: int) -> list[str]:
     """All addresses the system resolver gives for ``host`` (numeric forms included)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+class BoundedResolver:
+    """``resolve`` (the system resolver) with a time limit, a cap on lookups in flight, and a
+    short-lived cache of answers and failures alike.
+
+    A webhook URL names a host of the caller's choosing, and the C library's resolver takes as
+    long as the name's servers make it take: each lookup runs on a thread of its own, at most
+    ``concurrency`` of them at once (a thread still waiting after the caller gave up keeps its
+    slot until the resolver returns), and the caller waits at most ``timeout_s``. Asking again
+    for the same name within ``cache_s`` costs no lookup.
+    """
+
+    CACHE_ENTRIES = 4096
+
+    def __init__(self, *, timeout_s: float, concurrency: int, cache_s: float,
+                 resolve: Resolver = system_resolver, clock: Callable[[], float] = time.monotonic) -> None:
+        self.timeout_s, self.cache_s = timeout_s, cache_s
+        self._resolve, self._clock = resolve, clock
+        self._slots = threading.BoundedSemaphore(max(1, concurrency))
+        self._cache: OrderedDict[tuple[str, int], tuple[float, list[str] | OSError]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, host: str, port: int) -> list[str]:
+        key = (host, port)
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is not None and hit[0] > self._clock():
+            return _answer(hit[1])
+        result = self._lookup(host, port)
+        with self._lock:
+            self._cache[key] = (self._clock() + self.cache_s, result)
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.CACHE_ENTRIES:
+                self._cache.popitem(last=False)
+        return _answer(result)
+
+    def _lookup(self, host: str, port: int) -> list[str] | OSError:
+        if not self._slots.acquire(blocking=False):
+            return OSError("too many host name lookups under way; try again shortly")
+        outcome: list[list[str] | OSError] = []
+
+        def run() -> None:
+            try:
+                outcome.append(list(self._resolve(host, port)))
+            except (OSError, UnicodeError) as exc:
+                outcome.append(OSError(str(exc)))
+            finally:
+                self._slots.release()
+
+        thread = threading.Thread(target=run, name="webhook-dns", daemon=True)
+        thread.start()
+        thread.join(self.timeout_s)
+        return outcome[0] if outcome else OSError(f"no answer within {self.timeout_s:g} s")
+
+
+def _answer(result: list[str] | OSError) -> list[str]:
+    if isinstance(result, OSError):
+        raise OSError(str(result))
+    return list(result)
+
+
+@lru_cache(maxsize=8)
+def shared_resolver(timeout_s: float, concurrency: int, cache_s: float) -> BoundedResolver:
+    """One ``BoundedResolver`` per process and setting values, so its cache and cap are shared."""
+    return BoundedResolver(timeout_s=timeout_s, concurrency=concurrency, cache_s=cache_s)
 
 
 def parse_url(url: str, *, allow_http: bool) -> tuple[str, str, int, str]:

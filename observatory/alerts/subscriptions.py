@@ -10,6 +10,7 @@ the same owner.
 from __future__ import annotations
 
 import hashlib
+import math
 import secrets
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from observatory.alerts import email as mail
+from observatory.alerts import limits
 from observatory.alerts import rules as R
 from observatory.alerts.evaluate import rule_row
 from observatory.alerts.ssrf import UnsafeURL
@@ -85,8 +87,23 @@ def create(
     email: str | None = None,
     send_resolved: bool = True,
     owner_token: str | None = None,
+    client: str | None = None,
 ) -> Created:
-    """Validate everything first, then store the subscription in one transaction."""
+    """Validate everything first, then store the subscription in one transaction.
+
+    ``client`` is the caller's address: a creation without an owner token (a new owner) takes a
+    token from that address's bucket first, before any input is looked at (a webhook URL makes
+    us resolve a name). New webhook and e-mail channels are refused while
+    ``max_unverified_endpoints`` others wait to be verified. Both raise ``limits.LimitExceeded``.
+    """
+    if owner_token is None and client is not None:
+        wait = limits.take(engine, f"subscribe:{client}", burst=settings.subscribe_burst,
+                           per_hour=settings.subscribe_per_hour)
+        if wait is not None:
+            raise limits.LimitExceeded(
+                f"too many new subscriptions from this address; try again in {math.ceil(wait)} s "
+                f"(at most {settings.subscribe_burst} at once, {settings.subscribe_per_hour:g} an hour)",
+                status=429, retry_after_s=wait)
     errors: list[str] = []
     name = (name or "").strip()
     if not name or len(name) > 200:
@@ -130,6 +147,10 @@ def create(
         ).one()
         if owned >= MAX_SUBSCRIPTIONS_PER_OWNER:
             raise LimitReached([f"at most {MAX_SUBSCRIPTIONS_PER_OWNER} subscriptions per owner"])
+        if (webhook_url or email) and limits.unverified_endpoints(session) >= settings.max_unverified_endpoints:
+            raise limits.LimitExceeded(
+                "too many webhook endpoints and e-mail addresses are waiting to be verified; "
+                "new ones are refused for now (a feed-only subscription works)", status=503)
         sub = AlertSubscription(
             public_id=new_id("sub"), owner_token_hash=token_hash(owner_token), name=name,
             send_resolved=send_resolved, feed_token=secrets.token_urlsafe(32),

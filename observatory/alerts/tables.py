@@ -190,3 +190,14 @@ class SubscriptionNotice(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     # none (no confirmed address or no SMTP) | pending | sent | failed
     email_status: str = Field(default="none", max_length=20)
+
+
+class RateBucket(SQLModel, table=True):
+    """A token bucket (``observatory.alerts.limits``): one per purpose and client address, in the
+    store so every web worker draws from the same one. Revision ``0008_reliability``."""
+
+    __tablename__ = "rate_bucket"
+
+    key: str = Field(primary_key=True, max_length=200)  # "subscribe:203.0.113.7"
+    tokens: float
+    updated_at: datetime = Field(default_factory=utcnow, index=True)

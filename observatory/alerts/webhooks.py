@@ -147,6 +147,8 @@ def vet(url: str, settings: Settings) -> ssrf.VettedURL:
         allow_loopback=settings.allow_loopback_webhooks,
         allow_http=settings.allow_http_webhooks,
         allowed_ports=settings.webhook_allowed_ports,
+        resolver=ssrf.shared_resolver(settings.webhook_dns_timeout_s, settings.webhook_dns_concurrency,
+                                      settings.webhook_dns_cache_s),
     )
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sys
+import threading
 from datetime import datetime, timedelta, timezone
 
 import click
@@ -62,17 +64,19 @@ def crawl(scope_name, since, max_models, pipeline_tags, any_pipeline, libraries,
     Prints a summary (seen, new, changed, skipped, failed by reason, requests, duration); every
     run is stored and shown by --list. A first run reads back --since (default: the
     crawl_first_run_days setting) or --max-models models; later runs stop at the mark.
-    Exit status 3: the run stopped early (the Hub asked for a long wait); what was fetched is
-    stored and the next run resumes.
+    With --json the result is always one JSON object on stdout, "ok" false on failure.
+    SIGINT/SIGTERM stop the run within a second, stored as interrupted.
+    Exit status 1: the crawl failed or the Hub could not be reached; 3: the run stopped early
+    (interrupted, or the Hub asked for a long wait); what was fetched is stored and the next run
+    resumes.
     """
     from observatory.crawler.health import open_failures, recent_runs, run_to_dict
     from observatory.db import get_engine, session_scope, upgrade
 
     settings = get_settings()
-    upgrade(settings.resolved_database_url)
-    engine = get_engine(settings)
     if list_runs or list_failures:
-        with session_scope(engine) as session:
+        upgrade(settings.resolved_database_url)
+        with session_scope(get_engine(settings)) as session:
             if list_runs:
                 rows = [run_to_dict(r) for r in recent_runs(session, limit)]
                 _emit(rows, as_json, _runs_table)
@@ -80,12 +84,30 @@ def crawl(scope_name, since, max_models, pipeline_tags, any_pipeline, libraries,
                 rows = [_failure_dict(f) for f in open_failures(session, limit)]
                 _emit(rows, as_json, _failures_table)
         return
-    run = _crawl_now(engine, settings, scope_name, since, max_models, pipeline_tags, any_pipeline, libraries,
-                     min_downloads, author, hub_filter, no_retry, no_progress)
-    result = run_to_dict(run)
-    click.echo(json.dumps(result, indent=2) if as_json else _summary(result))
+    try:
+        try:
+            upgrade(settings.resolved_database_url)
+        except Exception as exc:
+            raise click.ClickException(f"cannot prepare the store at {settings.resolved_database_url}: {exc}") from None
+        run = _crawl_now(get_engine(settings), settings, scope_name, since, max_models, pipeline_tags, any_pipeline,
+                         libraries, min_downloads, author, hub_filter, no_retry, no_progress)
+    except click.ClickException as exc:
+        if as_json:
+            click.echo(json.dumps({"ok": False, "error": exc.message}, indent=2))
+        raise
+    result = {"ok": run.status == "ok", **run_to_dict(run)}
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    elif run.status not in ("failed", "unreachable"):
+        click.echo(_summary(result))
+    if run.status in ("failed", "unreachable"):
+        hint = f" ({UNREACHABLE_HINT})" if run.status == "unreachable" else ""
+        raise click.ClickException(f"crawl {run.status}: {run.error}{hint}")
     if run.status != "ok":
-        sys.exit(3)  # stopped early (rate limited); the marks stayed put, so the next run resumes
+        sys.exit(3)  # stopped early (interrupted, rate limited); the marks stayed put, the next run resumes
+
+
+UNREACHABLE_HINT = "set HF_ENDPOINT to a Hub or mirror this machine can reach, or a proxy such as HTTPS_PROXY"
 
 
 def _crawl_now(engine, settings, scope_name, since, max_models, pipeline_tags, any_pipeline, libraries,
@@ -104,16 +126,18 @@ def _crawl_now(engine, settings, scope_name, since, max_models, pipeline_tags, a
         bar.update(counts["seen"] - bar.n)
         bar.set_postfix(new=counts["new"], changed=counts["changed"], failed=counts["failed"], refresh=False)
 
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         return run_crawl(engine, settings, scope=scope, since=since, max_models=max_models, retry=not no_retry,
-                         progress=progress)
+                         progress=progress, should_stop=stop.is_set)
     except (CrawlBusy, ScopeMismatch) as exc:
         raise click.ClickException(str(exc)) from None
-    except KeyboardInterrupt:
-        raise click.ClickException("interrupted; what was fetched is stored, the next run resumes") from None
-    except Exception as exc:  # the run is stored as failed; say why in one line
+    except Exception as exc:  # a bug; the run is stored as failed: say why in one line
         raise click.ClickException(f"crawl failed: {' '.join(f'{type(exc).__name__}: {exc}'.split())}") from None
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         bar.close()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from observatory.db import current_revisions, get_engine, upgrade
+from observatory.rederive import rederive_stale
 from observatory.settings import get_settings
 
 
@@ -18,8 +19,12 @@ def upgrade_command() -> None:
     """Create or migrate the database to the newest schema."""
     settings = get_settings()
     upgrade(settings.resolved_database_url)
-    heads = sorted(current_revisions(get_engine(settings)))
+    engine = get_engine(settings)
+    redone = rederive_stale(engine)
+    heads = sorted(current_revisions(engine))
     click.echo(f"database at {', '.join(heads)}: {_display_url(settings.resolved_database_url)}")
+    if redone:
+        click.echo(f"re-derived the geometry of {redone} stored config revision(s) with the current parser")
 
 
 def _display_url(url: str) -> str:

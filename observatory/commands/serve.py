@@ -126,6 +126,9 @@ def uvicorn_options(host: str, port: int, workers: int, log_level: str) -> dict:
         "workers": workers,
         "log_level": log_level,
         "proxy_headers": False,
+        # On SIGTERM, requests still running after this long are cut off, so the process stops
+        # within seconds (the schedule's own grace, scheduler_shutdown_grace_s, comes after).
+        "timeout_graceful_shutdown": 3,
         # httptools' C parser and uvloop, with TCP_NODELAY on every connection; without it worker
         # processes answer ~40 ms late (tcp.py).
         "http": "observatory.web.tcp:NoDelayHttpToolsProtocol",

@@ -97,5 +97,30 @@ def list_command(path: Path | None, as_json: bool) -> None:
         )
 
 
+@snapshot.command("export")
+@_FILE_OPTION
+@click.option("--format", "fmt", type=click.Choice(["csv", "json", "datapackage"]), default="datapackage",
+              show_default=True, help="csv: models.csv; json: models.json; datapackage: models.csv with a "
+                                      "Frictionless datapackage.json. The configs go in configs/ either way.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as one JSON object.")
+@click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
+def export_command(path: Path | None, fmt: str, as_json: bool, out_dir: Path) -> None:
+    """Export the snapshot as a citable dataset into OUT_DIR (reads no database)."""
+    from observatory.snapshot_export import export
+
+    try:
+        written = export(out_dir, fmt, path)
+    except SnapshotError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
+    configs = sum(1 for p in written if p.parent.name == "configs")
+    if as_json:
+        click.echo(json.dumps({"ok": True, "format": fmt, "directory": str(out_dir), "files": len(written),
+                               "configs": configs}))
+        return
+    click.echo(f"{fmt}: {len(written) - configs} table file(s) and {configs} configs in {out_dir}")
+
+
 def _num(value: int | None) -> str:
     return "-" if value is None else str(value)

@@ -20,12 +20,16 @@ class GeometryError(ConfigError):
 
 
 # Spellings, most common first. The first key holding a non-null value wins.
-HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads")
-KV_HEAD_KEYS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "n_kv_heads", "n_local_heads")
+# "attention_heads": XGLM; "attn_cfg.*": the mamba_ssm package's config.json (Mamba-2 with attention layers).
+HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads", "attention_heads",
+             "attn_cfg.num_heads")
+KV_HEAD_KEYS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "n_kv_heads", "n_local_heads",
+                "attn_cfg.num_heads_kv")
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_transformer_layers")
 WIDTH_KEYS = ("hidden_size", "n_embd", "n_embed", "d_model", "model_dim", "dim")
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length")
-HEAD_DIM_KEYS = ("head_dim", "d_kv")  # T5 spells the per-head width d_kv
+# T5 spells the per-head width d_kv, NemotronH attention_head_dim
+HEAD_DIM_KEYS = ("head_dim", "d_kv", "attention_head_dim", "attn_cfg.head_dim")
 
 # Flat encoder-decoder configs (T5, BART, Whisper, Marian, NLLB) describe both stacks at the top
 # level; the decoder is the one that caches per generated token. num_hidden_layers there is the
@@ -187,8 +191,19 @@ class Section:
     def path(self, key: str) -> str:
         return self.prefix + key
 
+    def _get(self, key: str) -> Any:
+        """A value by key; a dotted key reads a small sub-object (``attn_cfg.num_heads``)."""
+        return get_path(self.data, key) if "." in key else self.data.get(key)
+
+    def _holds(self, key: str) -> bool:
+        if "." not in key:
+            return key in self.data
+        parent, _, leaf = key.rpartition(".")
+        node = get_path(self.data, parent)
+        return isinstance(node, dict) and leaf in node
+
     def has(self, keys: tuple[str, ...]) -> bool:
-        return any(self.data.get(k) is not None for k in keys)
+        return any(self._get(k) is not None for k in keys)
 
     def raw(self, key: str) -> Any:
         return self.data.get(key)
@@ -199,7 +214,7 @@ class Section:
         An explicit null means what an omitted key means (the family default), with a warning,
         unless ``null_is_default`` is false (windows: null there switches the window off).
         """
-        found = [(k, self.data[k]) for k in keys if self.data.get(k) is not None]
+        found = [(k, self._get(k)) for k in keys if self._get(k) is not None]
         if found:
             key, value = found[0]
             for other, other_value in found[1:]:
@@ -208,7 +223,7 @@ class Section:
                         f"{self.path(other)}={show(other_value)} disagrees with {self.path(key)}={show(value)};"
                         f" using {self.path(key)}")
             return self.path(key), value
-        nulls = [k for k in keys if k in self.data]
+        nulls = [k for k in keys if self._holds(k)]
         if nulls and not null_is_default:
             return None
         for key in keys:
@@ -341,6 +356,16 @@ def fit_to_layers(kinds: list[Any], n_layers: int, path: str, warnings: list[str
 def explicit_schedule(sec: Section, n_layers: int) -> tuple[list[str], str] | None:
     """Per-layer kinds from a schedule the config spells out, or None if it spells none out."""
     w = sec.warnings
+    # Lists of the layers that attend, the others being Mamba (Bamba attn_layer_indices, the mamba_ssm
+    # package's attn_layer_idx) or short convolutions (LFM2's first configs, full_attn_idxs).
+    for key, other in (("attn_layer_indices", "mamba"), ("attn_layer_idx", "mamba"), ("full_attn_idxs", "conv")):
+        listed = sec.raw(key)
+        if isinstance(listed, list) and "layer_types" not in sec.data:
+            return _attending(sec, key, listed, other, n_layers), sec.path(key)
+    pattern = sec.raw("hybrid_layer_pattern")  # MiMo-V2: 1 = sliding-window layer, 0 = full attention
+    if isinstance(pattern, list) and pattern and all(v in (0, 1) and not isinstance(v, bool) for v in pattern):
+        kinds = ["sliding" if v == 1 else "full" for v in pattern]
+        return fit_to_layers(kinds, n_layers, sec.path("hybrid_layer_pattern"), w), sec.path("hybrid_layer_pattern")
     # GPT-Neo spells its global/local alternation as attention_layers.
     for key in ("layer_types", "layers_block_type", "block_types", "attention_layers"):
         value = sec.raw(key)
@@ -368,6 +393,17 @@ def explicit_schedule(sec: Section, n_layers: int) -> tuple[list[str], str] | No
         kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(n_layers)]
         return kinds, sec.path("full_attention_interval")
     return None
+
+
+def _attending(sec: Section, key: str, listed: list, other: str, n_layers: int) -> list[str]:
+    kinds = [other] * n_layers
+    for i, value in enumerate(listed):
+        index = to_int(value, f"{sec.path(key)}[{i}]", sec.warnings, lo=0)
+        if index >= n_layers:
+            sec.warnings.append(f"{sec.path(key)}[{i}]={index} is beyond the {n_layers} layers; ignored")
+        else:
+            kinds[index] = "full"
+    return kinds
 
 
 def sliding_schedule(sec: Section, n_layers: int, model_type: str | None) -> tuple[list[bool], str]:

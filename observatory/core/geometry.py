@@ -269,7 +269,7 @@ def parse_geometry(cfg: dict) -> Geometry:
                 encoder_only=stack == "encoder-only", is_encoder_decoder=stack == "encoder-decoder",
                 encoder_layers=_encoder_layer_count(cfg, sec, flat_encdec) if stack == "encoder-decoder" else None)
 
-    free = _attention_free_kind(model_type, sec.family, architectures)
+    free = _attention_free_kind(model_type, sec.family, architectures, mamba_ssm_only=_mamba_ssm_only(sec))
     if free is not None:
         sec.note_defaults()
         return _no_attention(base, (free,) * n_layers, warnings, sec)
@@ -301,6 +301,7 @@ def parse_geometry(cfg: dict) -> Geometry:
     k_per_layer = _per_layer(sec, kv, "num_kv_heads", "num_key_value_heads_per_layer", n_layers)
     k = kv if isinstance(kv, int) else max(k_per_layer)
     k_per_layer = _global_kv_heads(sec, kinds, k, k_per_layer)
+    k_per_layer = _sliding_kv_heads(sec, kinds, k, k_per_layer)
     _check_groups(sec, kinds, h, k, q_per_layer, k_per_layer, mla=sec.raw("kv_lora_rank") is not None)
 
     mla = _mla(sec, h, hidden)
@@ -444,6 +445,19 @@ def _global_kv_heads(sec: Section, kinds: list[str], k: int, k_per_layer: list[i
     return [k_full if kind == "full" else base[i] for i, kind in enumerate(kinds)]
 
 
+def _sliding_kv_heads(sec: Section, kinds: list[str], k: int, k_per_layer: list[int] | None) -> list[int] | None:
+    """MiMo-V2: sliding-window layers have their own KV-head count (swa_num_key_value_heads)."""
+    if sec.raw("swa_num_key_value_heads") is None or "sliding" not in kinds:
+        return k_per_layer
+    k_swa = sec.count("num_kv_heads_sliding_layers", ("swa_num_key_value_heads",))
+    for key, full in (("swa_head_dim", "head_dim"), ("swa_v_head_dim", "v_head_dim"),
+                      ("swa_num_attention_heads", "num_attention_heads")):
+        if sec.raw(key) is not None and sec.raw(key) != sec.raw(full):
+            sec.warnings.append(f"{sec.path(key)}={show(sec.raw(key))} differs from {full}; not modelled")
+    base = k_per_layer or [k] * len(kinds)
+    return [k_swa if kind == "sliding" else base[i] for i, kind in enumerate(kinds)]
+
+
 def _global_head_dims(sec: Section, kinds: list[str], head_dim: int) -> list[int] | None:
     """Gemma-4: full-attention layers use global_head_dim, the others head_dim."""
     if sec.raw("global_head_dim") is None and "global_head_dim" not in sec.defaults:
@@ -463,7 +477,16 @@ def _context_length(sec: Section, keys: tuple[str, ...]) -> int | None:
         return None
 
 
-def _attention_free_kind(model_type: str | None, family: str | None, architectures: tuple[str, ...]) -> str | None:
+def _mamba_ssm_only(sec: Section) -> bool:
+    """The mamba_ssm package's own config.json (no model_type): Mamba layers, and attention only
+    where ``attn_layer_idx`` lists layers."""
+    return isinstance(sec.raw("ssm_cfg"), dict) and not sec.raw("attn_layer_idx")
+
+
+def _attention_free_kind(model_type: str | None, family: str | None, architectures: tuple[str, ...], *,
+                         mamba_ssm_only: bool = False) -> str | None:
+    if mamba_ssm_only:
+        return "mamba"
     types = {t.lower() for t in (model_type, family) if t}
     if types & ATTENTION_FREE_MODEL_TYPES or any(a.startswith(ATTENTION_FREE_ARCH_PREFIXES) for a in architectures):
         return "mamba" if any("mamba" in t for t in types) or any("Mamba" in a for a in architectures) else "recurrent"

@@ -22,6 +22,19 @@ def run_to_dict(run: CrawlRun) -> dict:
     }
 
 
+def run_summary(run: CrawlRun, *, ever_succeeded: bool) -> str:
+    """How a run ended, in words for the pages: an offline machine is not a failure."""
+    if run.status == "unreachable":
+        shown = "the data stored so far" if ever_succeeded else "the bundled snapshot"
+        return f"Hub not reachable — showing {shown}"
+    if run.status == "rate_limited":
+        retry_at = (run.stats or {}).get("retry_at")
+        return "rate limited by the Hub" + (f" — next try after {retry_at[:16].replace('T', ' ')} UTC" if retry_at else "")
+    if run.status == "interrupted":
+        return "interrupted — the next run resumes"
+    return run.status
+
+
 def recent_runs(session: Session, limit: int = 20) -> list[CrawlRun]:
     return list(session.exec(select(CrawlRun).order_by(col(CrawlRun.id).desc()).limit(limit)))
 
@@ -61,6 +74,7 @@ def crawler_health(session: Session, now: datetime | None = None) -> dict:
         "last_run": None if last is None else {
             "id": last.id, "status": last.status, "started_at": _iso(last.started_at),
             "finished_at": _iso(last.finished_at), "error": last.error,
+            "summary": run_summary(last, ever_succeeded=last_ok is not None),
         },
         "last_success_at": _iso(last_ok.finished_at) if last_ok else None,
         "running": lease.current(session, "crawl") is not None,

@@ -24,7 +24,6 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-import httpx2
 from sqlalchemy.engine import Engine
 
 from observatory import lease
@@ -33,8 +32,10 @@ from observatory.crawler.failures import RetryPolicy
 from observatory.crawler.scope import Scope
 from observatory.db import session_scope
 from observatory.hub import session as hub_session
-from observatory.hub.files import Fetched, RateLimited, fetch_config
-from observatory.hub.listing import Listed, SortKey, list_newest
+from observatory.hub import transport
+from observatory.hub.files import Fetched, fetch_config
+from observatory.hub.listing import LISTING_FAILURES, Listed, SortKey, list_newest
+from observatory.hub.policy import HubUnreachable, RateLimited
 from observatory.core.repo_ids import is_valid_repo_id
 from observatory.settings import Settings
 from observatory.tables import CrawlRun, utcnow
@@ -70,8 +71,12 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
           should_stop: Callable[[], bool] | None = None) -> CrawlRun:
     """Run one crawl and return its stored ``CrawlRun``. Raises ``CrawlBusy`` if one is running.
 
-    ``should_stop`` is polled between listing chunks; when it says so the run ends early as
-    "interrupted", like a rate limit: fetched configs stored, marks where they were.
+    The run's status says how it ended: ``ok``; ``interrupted`` (``should_stop`` said so, polled
+    by every wait and socket read, or the lease was lost); ``rate_limited`` (the Hub asked for a
+    longer wait than ``hub_max_wait_s``; ``stats["retry_at"]`` says when to come back);
+    ``unreachable`` (no connection to the Hub: offline); ``failed`` (the Hub refused or broke the
+    listing). Each is stored with its reason, fetched configs kept and marks where they were.
+    Anything else is a bug: recorded as ``failed`` and re-raised.
     """
     scope = scope or Scope()
     hub_session.configure(settings)
@@ -86,43 +91,48 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
             run = CrawlRun(scope=scope.name, started_at=now, status="running")
             session.add(run)
         job = _Crawl(engine, settings, scope, run.id, holder, progress, should_stop)
-        status, error = "ok", None
+        status, error, extra = "ok", None, {}
         started = time.monotonic()
-        with hub_session.counting() as counter, hub_session.cancellable(job.should_stop):
+        with hub_session.counting() as counter, transport.cancellable(job.should_stop):
             try:
                 if retry:
                     job.retry_pass()
                 job.created_pass(since=since, max_models=max_models)
                 job.modified_pass()
-            except (RateLimited, LeaseLost, Stopped) as exc:
+            except RateLimited as exc:
+                status, error, extra = "rate_limited", _one_line(exc), {"retry_at": exc.retry_at.isoformat()}
+            except (LeaseLost, Stopped) as exc:
                 status, error = "interrupted", _one_line(exc)
-            except hub_session.Cancelled:
+            except transport.Cancelled:
                 status, error = "interrupted", _one_line(Stopped())
             except KeyboardInterrupt:
                 status, error = "interrupted", "interrupted by the user"
                 raise
-            except httpx2.TransportError as exc:  # after the client's own retries
-                status, error = "failed", f"Hub unreachable at {settings.hf_endpoint}: {_one_line(exc)}"
-                log.warning("crawl failed: %s", error)
-                raise hub_session.HubUnreachable(error) from exc
-            except Exception as exc:  # recorded on the run, then re-raised for the caller
+            except HubUnreachable as exc:
+                status, error = "unreachable", " ".join(str(exc).split())[:2000]
+                log.info("crawl #%s: %s", run.id, error)
+            except LISTING_FAILURES as exc:  # the Hub refused or broke the listing, after our retries
+                status, error = "failed", _one_line(exc)
+                log.warning("crawl #%s failed: %s", run.id, error)
+            except Exception as exc:  # a bug: recorded on the run, then re-raised for the caller
                 log.exception("crawl failed")
                 status, error = "failed", _one_line(exc)
                 raise
             finally:
                 job.close()
                 run = _finish(engine, run.id, job, status, error, counter.snapshot(),
-                              time.monotonic() - started)
+                              time.monotonic() - started, extra)
     finally:
         lease.release(engine, LEASE_NAME, holder)
-    from observatory import pipeline
+    if not job.should_stop():  # shutting down: the next start-up brings trends up to date
+        from observatory import pipeline
 
-    pipeline.after_crawl(engine, settings, run)
+        pipeline.after_crawl(engine, settings, run)
     return run
 
 
 def _finish(engine: Engine, run_id: int, job: _Crawl, status: str, error: str | None,
-            requests: dict[str, int], duration: float) -> CrawlRun:
+            requests: dict[str, int], duration: float, extra: dict) -> CrawlRun:
     with session_scope(engine) as session:
         run = session.get(CrawlRun, run_id)
         run.finished_at = utcnow()
@@ -142,6 +152,7 @@ def _finish(engine: Engine, run_id: int, job: _Crawl, status: str, error: str | 
             "skipped_by_reason": dict(sorted(job.skipped.items())),
             "retried": job.retried,
             "passes": job.passes,
+            **extra,
         }
     return run
 
@@ -319,7 +330,7 @@ class _Crawl:
                 except RateLimited as exc:
                     self.stopping = self.stopping or exc  # not stored: fetched again next run
                     continue
-                except hub_session.Cancelled:
+                except transport.Cancelled:
                     self.stopping = self.stopping or Stopped()
                     continue
                 except Exception as exc:  # a bug or an unexpected error: keep the model for retry
@@ -410,11 +421,23 @@ def _take_until(items: Iterator[Listed], size: int, stop: Callable[[Listed], boo
 
 
 def scheduled_crawl(engine: Engine, settings: Settings) -> CrawlRun | None:
-    """The scheduler's crawl job: the default scope, bounded by ``crawl_max_models``."""
+    """The scheduler's crawl job: the default scope, bounded by ``crawl_max_models``.
+
+    Skipped while the Hub's last "come back later" (a ``rate_limited`` run) has not passed. An
+    ``unreachable`` run is stored, then raised as ``HubUnreachable`` for the scheduler to report.
+    """
     from observatory.scheduler import stop_requested
 
+    with session_scope(engine) as session:
+        retry_at = store.retry_at(session)
+    if retry_at is not None and retry_at > utcnow():
+        log.info("scheduled crawl skipped: the Hub asked us to wait until %s", retry_at.isoformat())
+        return None
     try:
-        return crawl(engine, settings, max_models=settings.crawl_max_models, should_stop=stop_requested)
+        run = crawl(engine, settings, max_models=settings.crawl_max_models, should_stop=stop_requested)
     except CrawlBusy:
         log.info("scheduled crawl skipped: another crawl is running")
         return None
+    if run.status == "unreachable":
+        raise HubUnreachable(run.error)
+    return run

@@ -15,7 +15,7 @@ from sqlmodel import col, select
 
 from observatory.db import session_scope
 from observatory.hub import session as hub_session
-from observatory.hub.listing import list_newest
+from observatory.hub.listing import LISTING_FAILURES, list_newest
 from observatory.core.repo_ids import is_valid_repo_id
 from observatory.settings import Settings
 from observatory.tables import HubModel, utcnow
@@ -25,24 +25,33 @@ CHUNK = 500
 
 
 def refresh_popular(engine: Engine, settings: Settings) -> dict:
-    """Update downloads/likes of stored models among the most downloaded; returns counts."""
+    """Update downloads/likes of stored models among the most downloaded; returns counts.
+
+    An unreachable Hub, a rate limit and a stop request raise (the scheduler reports them in
+    one line); other Hub failures end the refresh with what was read so far and an ``error``.
+    """
     hub_session.configure(settings)
     listed = updated = 0
     now = utcnow()
+    error = None
     with hub_session.counting() as counter:
         # No limit= (it would also be sent as the page size); the lazy listing stops when we do.
         items = list_newest(settings, "downloads", expand=["downloads", "likes"])
         chunk = []
-        for item in items:
-            chunk.append(item)
-            listed += 1
-            if len(chunk) >= CHUNK or listed >= settings.stats_refresh_top_n:
-                updated += _apply(engine, chunk, now)
-                chunk = []
-            if listed >= settings.stats_refresh_top_n:
-                break
+        try:
+            for item in items:
+                chunk.append(item)
+                listed += 1
+                if len(chunk) >= CHUNK or listed >= settings.stats_refresh_top_n:
+                    updated += _apply(engine, chunk, now)
+                    chunk = []
+                if listed >= settings.stats_refresh_top_n:
+                    break
+        except LISTING_FAILURES as exc:  # what was read is kept; the next refresh reads it all again
+            error = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+            log.warning("stats refresh stopped: %s", error)
         updated += _apply(engine, chunk, now)
-    result = {"listed": listed, "updated": updated, "requests": counter.total}
+    result = {"listed": listed, "updated": updated, "requests": counter.total, "error": error}
     log.info("stats refresh: %s", result)
     return result
 

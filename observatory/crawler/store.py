@@ -178,3 +178,16 @@ def close_stale_runs(session: Session, now: datetime) -> int:
                 error="the crawl ended without finishing (process killed or crashed)")
     )
     return result.rowcount or 0
+
+
+def retry_at(session: Session) -> datetime | None:
+    """When the Hub said to come back, if the latest finished run was rate limited; else None."""
+    last = session.exec(
+        select(CrawlRun).where(col(CrawlRun.status) != "running").order_by(col(CrawlRun.id).desc()).limit(1)
+    ).first()
+    if last is None or last.status != "rate_limited" or not (last.stats or {}).get("retry_at"):
+        return None
+    try:
+        return datetime.fromisoformat(last.stats["retry_at"])
+    except (TypeError, ValueError):
+        return None

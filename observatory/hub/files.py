@@ -8,15 +8,14 @@ followed. On the real Hub that is 2 resolver requests (307 to ``/api/resolve-cac
 return a stale cached file when the HEAD meets a 429/5xx/timeout, and not retry a 5xx on its GET.
 The sha comes from the listing and pins the content, so no freshness check is needed at all.
 
-This module adds what the bare GET lacks: a timeout, the server's RateLimit/Retry-After waits,
-exponential backoff on 5xx and timeouts, a cap on the body size, and a reason for every failure.
+Requests go through ``policy.send`` (deadline, retries, rate-limit waits, vetted redirects);
+this module reads the answer: the body up to a size cap, and a reason for every failure.
 Errors are classified by huggingface_hub's own ``hf_raise_for_status`` (the ``X-Error-Code``
 header decides: GatedRepo, EntryNotFound, RepoNotFound, RevisionNotFound).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -29,21 +28,12 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
-from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+from huggingface_hub.utils import build_hf_headers, hf_raise_for_status
 
-from observatory.hub.ratelimit import GATE, retry_after_seconds, server_wait
+from observatory.hub.policy import RETRY_STATUSES, HubUnreachable, RedirectRefused, send
 from observatory.settings import Settings
 
-RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _ERROR_BODY_LIMIT = 64_000  # read at most this much of an error body for its message
-
-
-class RateLimited(Exception):
-    """The Hub asked us to wait longer than ``hub_max_wait_s``: stop this run, keep the marks."""
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"the Hub asked to wait {seconds:.0f}s before the next request")
-        self.seconds = seconds
 
 
 @dataclass(frozen=True)
@@ -69,43 +59,28 @@ def hub_headers(settings: Settings) -> dict[str, str]:
     return build_hf_headers(token=settings.hf_token or False, library_name="gqa-observatory")
 
 
-def fetch_config(settings: Settings, repo_id: str, sha: str, *, sleep=time.sleep) -> Fetched:
-    """GET one config.json at ``sha``; retries transient errors within the run, then gives a reason."""
+def fetch_config(settings: Settings, repo_id: str, sha: str) -> Fetched:
+    """GET one config.json at ``sha``; retries transient errors within the run, then gives a reason.
+
+    Raises ``policy.RateLimited`` (stop the run) and ``transport.Cancelled`` (stopping).
+    """
     url = config_url(settings.hf_endpoint, repo_id, sha)
-    headers = hub_headers(settings)
-    last = Fetched(reason="timeout", transient=True)
-    for attempt in range(settings.hub_max_retries + 1):
-        if (pending := GATE.remaining("resolvers")) > settings.hub_max_wait_s:
-            raise RateLimited(pending)
-        try:
-            with get_session().stream("GET", url, headers=headers, timeout=settings.hub_timeout_s) as response:
-                if response.status_code == 200:
-                    return _read_body(response, settings.hub_max_config_bytes)
-                if response.status_code not in RETRY_STATUSES:
-                    return _classify_error(response)
-                last = Fetched(reason=f"http_{response.status_code}", transient=True,
-                               detail=_short(response.headers.get("X-Error-Message")))
-                wait = _server_asked_wait(response)
-        except httpx2.TimeoutException as exc:
-            last, wait = Fetched(reason="timeout", transient=True, detail=_short(type(exc).__name__)), None
-        except httpx2.TransportError as exc:
-            last, wait = Fetched(reason="connection_error", transient=True, detail=_short(str(exc))), None
-        if attempt == settings.hub_max_retries:
-            break
-        if wait is not None:
-            if wait > settings.hub_max_wait_s:
-                raise RateLimited(wait)
-            GATE.pause("resolvers", wait)  # the request hook makes every thread sit it out
-        else:
-            sleep(min(settings.hub_backoff_max_s, settings.hub_backoff_base_s * 2**attempt))
-    return last
+    try:
+        return send(settings, url, lambda r: _answer(r, settings.hub_max_config_bytes), headers=hub_headers(settings))
+    except RedirectRefused as exc:
+        return Fetched(reason="redirect_refused", detail=_short(str(exc)))
+    except HubUnreachable as exc:
+        return Fetched(reason="connection_error", transient=True, detail=_short(str(exc)))
+    except httpx2.TimeoutException as exc:
+        return Fetched(reason="timeout", transient=True, detail=_short(f"{type(exc).__name__}: {exc}"))
+    except httpx2.TransportError as exc:
+        return Fetched(reason="connection_error", transient=True, detail=_short(str(exc)))
 
 
-def _server_asked_wait(response: httpx2.Response) -> float | None:
-    _bucket, seconds = server_wait(response.status_code, response.headers)
-    if seconds is None and response.status_code == 429:
-        seconds = retry_after_seconds(response.headers)
-    return seconds
+def _answer(response: httpx2.Response, cap: int) -> Fetched:
+    if response.status_code == 200:
+        return _read_body(response, cap)
+    return _classify_error(response)
 
 
 def _read_body(response: httpx2.Response, cap: int) -> Fetched:
@@ -143,10 +118,10 @@ def _classify_error(response: httpx2.Response) -> Fetched:
         return Fetched(reason="repo_missing", detail="repository not found (deleted or private)")
     except HfHubHTTPError as exc:
         status = response.status_code
-        return Fetched(reason=f"http_{status}", transient=status >= 500,
+        return Fetched(reason=f"http_{status}", transient=status in RETRY_STATUSES or status >= 500,
                        detail=_short(exc.server_message or str(exc)))
     status = response.status_code
-    return Fetched(reason=f"http_{status}", transient=status >= 500)
+    return Fetched(reason=f"http_{status}", transient=status in RETRY_STATUSES or status >= 500)
 
 
 def _short(text: str | None) -> str | None:

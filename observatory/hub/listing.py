@@ -1,13 +1,20 @@
-"""Listing models newest-first through ``HfApi.list_models``.
+"""Listing models newest-first: ``GET /api/models`` page by page, under the crawler's policy.
+
+The pages are fetched here rather than by ``HfApi.list_models``, whose paging retries through
+huggingface_hub's ``http_backoff``: it sleeps whatever ``Retry-After`` says (plus 1 s) with no cap
+and no way to stop it, so a 429 with ``Retry-After: 100000`` on the listing froze the crawler
+and its process (issue 14). The request is the one ``list_models`` sends (same query, same
+headers, one request per page, the next page from the ``Link`` header, hub-api.md §1.2-1.3),
+each item is parsed by huggingface_hub's own ``ModelInfo``, and every page goes through
+``policy.send``. A next-page link to another host is refused, as a redirect would be.
 
 ``expand`` names every field we read: with ``expand`` the Hub returns only ``id`` plus the
 listed properties (hub-api.md §1.5), so leaving one out silently yields ``None``. ``siblings``
 tells us whether a repo has a config.json at all (no request wasted on repos without one);
 ``sha`` pins the commit whose config we fetch and tells us whether anything changed.
 
-No ``limit`` is passed: huggingface_hub sends it as the page size *and* stops the whole
-iteration after that many items (``islice``), so the Hub's own page size is used and the
-crawler stops paging itself, at its mark.
+No ``limit`` is sent unless asked for: the Hub's own page size is used, and the crawler stops
+paging itself, at its mark (the listing is lazy: a page is requested only when reached).
 """
 
 from __future__ import annotations
@@ -17,13 +24,26 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from huggingface_hub import HfApi
+import httpx2
+from huggingface_hub.errors import HfHubHTTPError
 from huggingface_hub.hf_api import ModelInfo
+from huggingface_hub.utils import hf_raise_for_status
 
+from observatory.hub.files import hub_headers
+from observatory.hub.policy import RateLimited, RedirectRefused, same_origin, send
+from observatory.hub.ratelimit import server_wait
 from observatory.settings import Settings
 
 EXPAND = ["createdAt", "lastModified", "sha", "siblings", "gated", "downloads", "likes", "tags",
           "pipeline_tag", "library_name"]
+
+class ListingError(ValueError):
+    """A listing page that is not what the Hub sends: not a JSON list of models."""
+
+
+# How the Hub can end a listing that is no bug of ours: refusals, broken pages, links elsewhere,
+# timeouts and dropped connections that outlasted the retries.
+LISTING_FAILURES = (HfHubHTTPError, ListingError, RedirectRefused, httpx2.TimeoutException, httpx2.TransportError)
 
 SortKey = Literal["created_at", "last_modified", "downloads"]
 
@@ -82,22 +102,69 @@ def from_model_info(info: ModelInfo) -> Listed:
     )
 
 
-def hub_api(settings: Settings) -> HfApi:
-    # Explicit endpoint and token: huggingface_hub reads HF_ENDPOINT once at import time, and an
-    # implicit token from disk must never be sent where the settings did not ask for one.
-    return HfApi(endpoint=settings.hf_endpoint.rstrip("/"), token=settings.hf_token or False,
-                 library_name="gqa-observatory")
+# list_models' names for the sort keys (hf_api.py, list_models).
+_SORT_PARAM = {"created_at": "createdAt", "last_modified": "lastModified", "downloads": "downloads"}
+
+
+def list_params(sort: SortKey, *, author: str | None = None, hub_filter: list[str] | None = None,
+                limit: int | None = None, expand: list[str] | None = None) -> dict:
+    """The query ``HfApi.list_models`` builds for these arguments, key for key and in its order."""
+    params: dict = {}
+    if hub_filter:
+        params["filter"] = list(hub_filter)
+    if author:
+        params["author"] = author
+    params["sort"] = _SORT_PARAM[sort]
+    if limit is not None:
+        params["limit"] = limit
+    params["expand"] = list(expand or EXPAND)
+    return params
 
 
 def list_newest(settings: Settings, sort: SortKey, *, author: str | None = None,
                 hub_filter: list[str] | None = None, limit: int | None = None,
                 expand: list[str] | None = None) -> Iterator[Listed]:
-    """Models newest-first by ``sort`` (the Hub always sorts descending); lazy, page by page."""
-    items = hub_api(settings).list_models(
-        sort=sort, expand=expand or EXPAND, author=author or None, filter=hub_filter or None, limit=limit,
-    )
-    for info in items:
-        yield from_model_info(info)
+    """Models newest-first by ``sort`` (the Hub always sorts descending); lazy, page by page.
+
+    ``limit`` is the page size and the most items yielded. Raises ``policy.RateLimited``,
+    ``policy.HubUnreachable``, ``policy.RedirectRefused``, huggingface_hub's HTTP errors for
+    other refusals, and ``transport.Cancelled`` when asked to stop.
+    """
+    url: str | None = f"{settings.hf_endpoint.rstrip('/')}/api/models"
+    params: dict | None = list_params(sort, author=author, hub_filter=hub_filter, limit=limit, expand=expand)
+    headers = hub_headers(settings)
+    yielded = 0
+    while url is not None:
+        items, url = send(settings, url, lambda r: _page(settings, r), headers=headers, params=params)
+        params = None  # the next link carries the query
+        for item in items:
+            if limit is not None and yielded >= limit:
+                return
+            yielded += 1
+            yield from_model_info(ModelInfo(**{"siblings": None, **item}))
+
+
+def _page(settings: Settings, response: httpx2.Response) -> tuple[list[dict], str | None]:
+    """One listing page's items and the next page's URL (None on the last page)."""
+    if response.status_code == 429:
+        # The retries are spent and the Hub still says "too many": end the run, come back later.
+        raise RateLimited(server_wait(429, response.headers)[1] or settings.hub_backoff_max_s)
+    response.read()
+    hf_raise_for_status(response)
+    try:
+        items = response.json()
+    except ValueError as exc:
+        raise ListingError(f"the listing page is not JSON: {exc}") from None
+    if not isinstance(items, list) or not all(isinstance(i, dict) and "id" in i for i in items):
+        raise ListingError("the listing page is not a JSON list of models")
+    link = response.links.get("next", {}).get("url")
+    if link is None:
+        return items, None
+    next_url = response.url.join(link)
+    if not same_origin(settings, next_url):
+        raise RedirectRefused(f"the listing's next page is on another host ({next_url.scheme}://{next_url.host}); "
+                              f"only {settings.hf_endpoint} is followed")
+    return items, str(next_url)
 
 
 def _count(value) -> int | None:

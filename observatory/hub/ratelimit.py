@@ -15,6 +15,8 @@ from email.utils import parsedate_to_datetime
 
 from huggingface_hub.utils import parse_ratelimit_headers
 
+from observatory.hub import transport
+
 
 def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
     """Seconds from a ``Retry-After`` header (delta-seconds or HTTP-date); None if absent or bad."""
@@ -93,4 +95,4 @@ class RateGate:
             self._not_before.clear()
 
 
-GATE = RateGate()
+GATE = RateGate(sleep=transport.wait)  # a stop request ends the wait (transport.Cancelled)

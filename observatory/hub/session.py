@@ -1,17 +1,16 @@
 """The one HTTP session all Hub traffic goes through: huggingface_hub's, with our hooks.
 
 ``configure(settings)`` installs a client factory (``set_client_factory``) whose client keeps
-huggingface_hub's own request hook (offline mode, request ids) and adds three of ours:
+huggingface_hub's own request hook (offline mode, request ids) and adds ours:
 
-- a timeout: ``list_models`` pages and ``model_info`` pass ``timeout=None`` explicitly, which in
-  httpx2 means "wait forever" and overrides any client default (hub-api.md §3.1); the hook puts
-  ``hub_timeout_s`` on every request that carries no timeout of its own;
+- guarded sockets (``transport``): each request's deadline and a stop request reach every
+  connect and read;
 - a rate-limit gate: a request waits while its bucket is paused (``RateGate``), and any response
   that says the window is spent pauses the bucket for every thread;
 - request counters by kind, so a crawl can report what it cost;
-- cancellation: inside ``cancellable(should_stop)``, once ``should_stop()`` says so, every further
-  request raises ``Cancelled`` at once instead of being sent (``list_models`` retries a dead Hub
-  for ~23 s; a shutting-down scheduler should not wait for that).
+- no redirects followed by the client itself: ``policy`` follows the ones it allows.
+
+Requests are made through ``policy.send``, which adds retries, deadlines and redirect checks.
 """
 
 from __future__ import annotations
@@ -19,8 +18,11 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
+
+import urllib.request
+from urllib.parse import urlsplit
 
 import httpx2
 from huggingface_hub.utils import set_client_factory
@@ -29,6 +31,7 @@ from huggingface_hub.utils import set_client_factory
 # request id and flags download calls. A custom client must keep it (hub-api.md §3.1).
 from huggingface_hub.utils._http import hf_request_event_hook
 
+from observatory.hub import transport
 from observatory.hub.ratelimit import GATE, bucket_of, server_wait
 from observatory.settings import Settings
 
@@ -54,17 +57,7 @@ class RequestCounter:
             return sum(self._counts.values())
 
 
-class HubUnreachable(Exception):
-    """The Hub could not be reached at all (DNS, refused connection, TLS): an expected condition
-    offline, recorded on the run and logged as one line rather than a traceback."""
-
-
-class Cancelled(Exception):
-    """A Hub request was not sent because the caller asked to stop."""
-
-
 _current: contextvars.ContextVar[RequestCounter | None] = contextvars.ContextVar("hub_counter", default=None)
-_cancel: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar("hub_cancel", default=None)
 _installed: tuple | None = None
 _install_lock = threading.Lock()
 
@@ -80,16 +73,6 @@ def counting() -> Iterator[RequestCounter]:
         _current.reset(token)
 
 
-@contextmanager
-def cancellable(should_stop: Callable[[], bool]) -> Iterator[None]:
-    """Requests made in this context (and threads started with it) stop once ``should_stop()``."""
-    token = _cancel.set(should_stop)
-    try:
-        yield
-    finally:
-        _cancel.reset(token)
-
-
 def request_kind(path: str) -> str:
     if path == "/api/models" or path == "/api/models/":
         return "listing"
@@ -100,14 +83,26 @@ def request_kind(path: str) -> str:
     return "other"
 
 
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``ALL_PROXY``, ... unless
+    ``NO_PROXY`` covers its host), as httpx2 would pick with ``trust_env``; None: connect directly."""
+    parts = urlsplit(url)
+    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
 def configure(settings: Settings) -> None:
     """Install the session factory for these settings (once per distinct setting values)."""
     global _installed
-    key = (settings.hub_timeout_s, settings.hub_max_wait_s, settings.crawl_concurrency)
+    proxy = proxy_for(settings.hf_endpoint)
+    key = (settings.hub_timeout_s, settings.hub_connect_timeout_s, settings.hub_max_wait_s,
+           settings.crawl_concurrency, proxy)
     with _install_lock:
         if _installed == key:
             return
-        timeout = httpx2.Timeout(settings.hub_timeout_s)
+        timeout = httpx2.Timeout(settings.hub_timeout_s, connect=settings.hub_connect_timeout_s)
         max_wait = settings.hub_max_wait_s
 
         def apply_timeout(request: httpx2.Request) -> None:
@@ -116,9 +111,7 @@ def configure(settings: Settings) -> None:
                 request.extensions["timeout"] = timeout.as_dict()
 
         def wait_and_count(request: httpx2.Request) -> None:
-            should_stop = _cancel.get()
-            if should_stop is not None and should_stop():
-                raise Cancelled(f"not sent: stopping ({request.method} {request.url.path})")
+            transport.check_cancel(f"{request.method} {request.url.path}")
             GATE.wait(bucket_of(request.url.path), max_wait)
             counter = _current.get()
             if counter is not None:
@@ -135,11 +128,11 @@ def configure(settings: Settings) -> None:
 
         def factory() -> httpx2.Client:
             return httpx2.Client(
+                transport=transport.guarded_transport(limits=limits, proxy=proxy),
                 event_hooks={"request": [hf_request_event_hook, apply_timeout, wait_and_count],
                              "response": [observe_limits]},
-                follow_redirects=True,
+                follow_redirects=False,
                 timeout=timeout,
-                limits=limits,
             )
 
         set_client_factory(factory)

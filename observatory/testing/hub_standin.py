@@ -14,7 +14,8 @@ at (``endpoint=stand_in.url``), speaking the subset of the Hub's API in hub-api.
 - ``RateLimit``/``RateLimit-Policy`` headers and real 429s when a per-bucket ``quota`` is set;
   ``latency_s`` delays every answer, standing in for the round trip to the real Hub.
 
-Faults are injected with ``add_fault`` (status, headers, delay, how many times, which repo) and
+Faults are injected with ``add_fault`` (status, headers, delay, a body dripped byte by byte, how
+many times, which repo) and
 ``on_listing_page`` (a hook run after each listing page is served: create a repo mid-crawl).
 ``counts`` tells how many requests of each kind were served.
 
@@ -85,21 +86,27 @@ class Repo:
             out[key] = self._value(key)
         return out
 
-    def _value(self, key: str):
+    def _config_subset(self) -> dict | None:
+        """What the Hub shows of config.json in listings: a few keys, {} for any file it cannot read
+        (not JSON, not UTF-8, nested deeper than the parser goes)."""
         config = self.files.get("config.json")
-        subset = None
-        if config is not None:
-            try:
-                parsed = json.loads(config)
-                subset = {k: parsed[k] for k in ("architectures", "model_type") if isinstance(parsed, dict) and k in parsed}
-            except ValueError:
-                subset = {}
+        if config is None:
+            return None
+        try:
+            parsed = json.loads(config)
+        except (ValueError, RecursionError):
+            return {}
+        return {k: parsed[k] for k in ("architectures", "model_type") if isinstance(parsed, dict) and k in parsed}
+
+    def _value(self, key: str):
+        if key == "config":
+            return self._config_subset()
         return {
             "createdAt": hub_date(self.created_at), "lastModified": hub_date(self.last_modified), "sha": self.sha,
             "siblings": [{"rfilename": name} for name in sorted(self.files)], "gated": self.gated,
             "downloads": self.downloads, "likes": self.likes, "tags": self.tags, "pipeline_tag": self.pipeline_tag,
             "library_name": self.library_name, "private": False, "disabled": False, "trendingScore": 0,
-            "author": self.id.split("/")[0] if "/" in self.id else None, "modelId": self.id, "config": subset,
+            "author": self.id.split("/")[0] if "/" in self.id else None, "modelId": self.id,
         }.get(key)
 
 
@@ -114,6 +121,7 @@ class Fault:
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes | None = None
+    drip_s: float = 0.0  # send the body one byte at a time, this far apart (a slow-drip server)
 
 
 def _cursor_encode(key) -> str:
@@ -385,7 +393,7 @@ class _Handler(BaseHTTPRequestHandler):
                 with self.hub._lock:
                     self.hub.counts["faults"] += 1
                 body = fault.body if fault.body is not None else json.dumps({"error": f"injected {fault.status}"}).encode()
-                return self._send(fault.status, body, fault.headers)
+                return self._send(fault.status, body, fault.headers, drip_s=fault.drip_s)
         allowed, self._limit_headers = self.hub.ratelimit(bucket)
         if not allowed:
             with self.hub._lock:
@@ -487,15 +495,23 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps({"error": message}).encode(), headers)
 
     def _send(self, status: int, body: bytes, headers: dict | None = None,
-              content_type: str = "application/json") -> None:
+              content_type: str = "application/json", drip_s: float = 0.0) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))  # the true size, on HEAD too
         for name, value in {**getattr(self, "_limit_headers", {}), **(headers or {})}.items():
             self.send_header(name, value)
         self.end_headers()
-        if not getattr(self, "_head", False) and body:
+        if getattr(self, "_head", False) or not body:
+            return
+        if not drip_s:
             self.wfile.write(body)
+            return
+        self.wfile.flush()
+        for i in range(len(body)):
+            time.sleep(drip_s)
+            self.wfile.write(body[i:i + 1])
+            self.wfile.flush()
 
 
 def _split_repo(segments: list[str]) -> tuple[str, list[str]]:

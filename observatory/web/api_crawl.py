@@ -23,7 +23,7 @@ router = APIRouter(prefix="/api/v1/crawl", tags=["crawl"], responses=ERROR_RESPO
 class CrawlRunOut(BaseModel):
     id: int
     scope: str
-    status: str = Field(description="running | ok | failed | interrupted")
+    status: str = Field(description="running | ok | failed | interrupted | rate_limited | unreachable")
     started_at: datetime
     finished_at: datetime | None
     seen: int
@@ -50,6 +50,7 @@ class LastRun(BaseModel):
     started_at: datetime
     finished_at: datetime | None
     error: str | None
+    summary: str = Field(description="How the run ended, in words (an offline machine is not a failure)")
 
 
 class CrawlHealth(BaseModel):

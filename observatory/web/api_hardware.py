@@ -3,12 +3,13 @@ decode roofline of one model on one device (arithmetic in ``observatory.core.roo
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
-from observatory import hardware
+from observatory import hardware, new_models
 from observatory.core import kvcache, roofline
 from observatory.queries import (
     HardwareInfo,
@@ -20,9 +21,10 @@ from observatory.queries import (
     roofline_point,
 )
 from observatory.tables import HubModel
-from observatory.web.api_common import REPO_ID_PATTERN, checked_model_id
+from observatory.web.api_common import CSV_RESPONSE, REPO_ID_PATTERN, checked_model_id, model_response
 from observatory.web.deps import ReadSessionDep
 from observatory.web.errors import ERROR_RESPONSES, ApiError
+from observatory.web.rendering import csv_response
 from observatory.web.strict_params import StrictQueryRoute
 
 router = APIRouter(prefix="/api/v1", tags=["hardware"], responses=ERROR_RESPONSES,
@@ -143,3 +145,55 @@ def roofline_one(
             "several devices: ideal tensor parallelism (memory and bandwidth add up, no communication cost)",
         ],
     )
+
+
+# ---- the median new model on each device generation (issue 15) --------------------------------
+
+class CapacitySummary(BaseModel):
+    median: float | None = Field(description="Median sequences that fit beside the bf16 weights")
+    n: int = Field(description="Models behind the median")
+    weights_do_not_fit: int = Field(description="Of those, models whose weights alone exceed the memory")
+
+
+class CapacityRow(BaseModel):
+    id: str
+    name: str
+    released: date
+    memory_bytes: int
+    at_release: CapacitySummary = Field(description="Models created in the window before the device's release")
+    today: CapacitySummary = Field(description="Models created in the window before the newest model in the store")
+
+
+class CapacityResponse(BaseModel):
+    ok: bool = True
+    context: int = Field(description="Tokens per sequence")
+    window_days: int
+    today: date | None = Field(description="Creation day of the newest model in the population")
+    population: str
+    models: int = Field(description="Models with a parameter count and a per-token cache")
+    skipped_without_parameters: int
+    skipped_without_cache: int
+    weights_bytes_per_parameter: int
+    rows: list[CapacityRow]
+
+
+CAPACITY_CSV_COLUMNS = ["id", "name", "released", "memory_bytes", "context", "at_release_median", "at_release_n",
+                        "at_release_weights_do_not_fit", "today_median", "today_n", "today_weights_do_not_fit"]
+
+
+def capacity_csv_rows(data: dict) -> list[dict]:
+    return [{**r, "context": data["context"],
+             **{f"{when}_{k}": v for when in ("at_release", "today") for k, v in r[when].items()}}
+            for r in data["rows"]]
+
+
+@router.get("/hardware-capacity", response_model=CapacityResponse, responses=CSV_RESPONSE,
+            summary="32k-token sequences of the median new model beside its weights, per device")
+def hardware_capacity(session: ReadSessionDep,
+                      format: Annotated[Literal["json", "csv"], Query(description="csv: one row per device")] = "json"):
+    """Per catalogued device: how many 32k-token sequences of the median new model fit beside its
+    bf16 weights, over the models new at the device's release and over today's new models."""
+    data = new_models.capacity_trend(session)
+    if format == "csv":
+        return csv_response(CAPACITY_CSV_COLUMNS, capacity_csv_rows(data), "hardware-capacity.csv")
+    return model_response(CapacityResponse(**data))

@@ -57,6 +57,33 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+class HeadAsGet:
+    """HEAD on every GET route: the request goes to the app as a GET and the body is dropped, so
+    status and headers (Content-Length included) are the GET's.
+
+    FastAPI routes answer only the methods they declare (Starlette's plain routes add HEAD
+    themselves), and declaring HEAD on each would also list it in OpenAPI. The GET runs in full,
+    a CSV export included; uptime and link checkers ask for pages, which are cheap.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_without_body(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, send_without_body)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = get_engine(settings)
@@ -67,7 +94,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         from observatory.snapshot import ensure_snapshot
 
         ensure_snapshot(engine, settings)
+        from observatory.rederive import rederive_stale
         from observatory.trend_store import ensure_trends
+
+        rederive_stale(engine)  # a newer parser re-derives what an older one stored
 
         ensure_trends(engine)  # recompute the precomputed trends if the store changed since
         from observatory.alerts.evaluate import evaluate_at_start
@@ -90,11 +120,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
 
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(HeadAsGet)
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     # Routers, one line each.
-    from observatory.web import api_crawl, api_docs, api_hardware, api_models, api_trends
+    from observatory.web import api_claims, api_crawl, api_docs, api_hardware, api_models, api_trends
 
     app.include_router(api_docs.router)
 
@@ -102,6 +133,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(api_trends.router)
     app.include_router(api_hardware.router)
     app.include_router(api_crawl.router)
+    app.include_router(api_claims.router)
     from observatory.web import pages
 
     app.include_router(pages.router)

@@ -263,3 +263,92 @@ def _dividend_point(row: dict, kind: str) -> str:
     runs = f", median of {row['runs']} runs" if row.get("runs") else ""
     bound = f", {row['predicted_bound']}-bound" if kind == "roofline" and row.get("predicted_bound") else ""
     return f"{who}{kind}, {shape}, b={row['batch']}, {row['context']:,} tokens{runs}{bound}"
+
+
+# ---- issue 15: research, prices, the median new model's KV and its room on each device ----------
+
+PAPER_COLOURS = ("series:1", "series:2", "series:3", "series:4", "series:6", "series:5", "series:8")
+PAPER_SHAPES = ("circle", "triangle", "rectRot", "rect", "star", "crossRot", "circle")  # colour is not the only cue
+
+
+def research_quality(rows: Sequence[dict], papers: Sequence[str]) -> dict:
+    """Each paper's configurations: quality change against the paper's own MHA baseline (positive
+    is better) over KV per token as a fraction of that baseline's. Rows without both are left out."""
+    series = []
+    for paper in papers:
+        points = [{"x": r["kv_ratio"], "y": r["quality_change"], "name": f"{r['variant']} ({r['table']})",
+                   "n": r["quality_n"]}
+                  for r in rows if r["paper"] == paper and r["kv_ratio"] and r["quality_change"] is not None]
+        if points:
+            label = next(r["paper_short"] for r in rows if r["paper"] == paper)
+            series.append({"label": label, "style": "points", "colour": PAPER_COLOURS[len(series) % len(PAPER_COLOURS)],
+                           "shape": PAPER_SHAPES[len(series) % len(PAPER_SHAPES)], "point_radius": 5,
+                           "points": points})
+    return {"type": "xy", "n_label": "scores averaged", "legend_shapes": True,
+            "x": {"type": "log", "title": "KV per token ÷ the paper's MHA baseline (1/G for GQA)"},
+            "y": {"unit": "share", "title": "quality vs baseline"},
+            "series": series}
+
+
+def _quarter_axis(first: date, last: date) -> dict:
+    start = date(first.year, (first.month - 1) // 3 * 3 + 1, 1)
+    end = next_period(date(last.year, (last.month - 1) // 3 * 3 + 1, 1), "quarter")
+    return {"type": "time", "resolution": "day", "min": epoch_ms(start), "max": epoch_ms(end)}
+
+
+PANEL_Y_WIDTH = 84  # px for the y labels of the two price panels, so their time axes line up
+
+
+def price_axis(prices: Sequence[dict], kv_points: Sequence[dict]) -> dict:
+    """The time axis both price panels share: from the first price's quarter to the last datum's."""
+    days = [p["date"] for p in prices]
+    last = max(days + [k["period_start"] for k in kv_points]) if days else None
+    return _quarter_axis(min(days), last) if days else {"type": "time", "resolution": "day"}
+
+
+def prices_over_time(prices: Sequence[dict], axis: dict) -> dict:
+    """USD per million tokens by date: open-weight and closed models, output (filled) and input."""
+    series = []
+    for open_weights, label, colour in ((True, "open weights", "series:3"), (False, "closed (reference)", "series:6")):
+        rows = [p for p in prices if p["open_weights"] is open_weights]
+        for side, shape in (("output", "circle"), ("input", "triangle")):
+            series.append({"label": f"{label}, {side}", "style": "points", "colour": colour, "shape": shape,
+                           "point_radius": 5 if side == "output" else 4,
+                           "points": [{"x": epoch_ms(p["date"]), "y": p[f"usd_per_1m_{side}"],
+                                       "name": f"{p['provider']} {p['model']}", "n": 1} for p in rows]})
+    return {"type": "xy", "n_label": "price row", "legend_shapes": True, "x": dict(axis),
+            "y": {"type": "log", "unit": "usd", "title": "USD per 1M tokens", "width": PANEL_Y_WIDTH},
+            "series": series}
+
+
+def kv_points_in_axis(points: Sequence[dict], axis: dict) -> list[dict]:
+    """The quarters with a median that fall inside the shared time axis (what the panel draws)."""
+    lo, hi = axis.get("min"), axis.get("max")
+    return [p for p in points if p["median"] is not None
+            and (lo is None or lo <= epoch_ms(p["period_start"]) < hi)]
+
+
+def kv_over_time(points: Sequence[dict], axis: dict) -> dict:
+    """Median KV bytes per token of new models per quarter, on the price chart's time axis."""
+    shown = kv_points_in_axis(points, axis)
+    return {"type": "xy", "n_label": "models", "x": dict(axis),
+            "y": {"type": "log", "unit": "bytes", "title": "KV bytes per token", "width": PANEL_Y_WIDTH},
+            "series": [{"label": "median, new models per quarter", "style": "line", "colour": "series:8",
+                        "point_radius": 3,
+                        "points": [{"x": epoch_ms(p["period_start"]), "y": p["median"], "n": p["n"],
+                                    "thin": p["n"] < THIN_N} for p in shown]}]}
+
+
+def sequences_beside_weights(rows: Sequence[dict], context: int) -> dict:
+    """Per device by release date: median sequences of ``context`` tokens beside the weights."""
+    series = []
+    for key, label, colour in (("at_release", "models new at the device's release", "series:1"),
+                               ("today", "today's new models", "series:2")):
+        series.append({"label": label, "style": "points", "colour": colour, "point_radius": 5,
+                       "shape": "circle" if key == "at_release" else "rectRot",
+                       "points": [{"x": epoch_ms(date.fromisoformat(str(r["released"])[:10])), "y": r[key]["median"],
+                                   "name": r["name"], "n": r[key]["n"], "thin": r[key]["n"] < THIN_N}
+                                  for r in rows if r[key]["median"] is not None]})
+    return {"type": "xy", "n_label": "models", "legend_shapes": True, "x": {"type": "time", "resolution": "day"},
+            "y": {"min": 0, "title": f"{context // 1024}k sequences (median)"},
+            "series": series}

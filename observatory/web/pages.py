@@ -24,7 +24,10 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 from sqlmodel import Session
 
+from observatory import new_models
+from observatory.claims import claims_data
 from observatory.core import kvcache, roofline
+from observatory.core.claims import VERDICTS
 from observatory.bench.store import latest_results, results_for_model
 from observatory.crawler.health import crawler_health, open_failures, recent_runs, run_to_dict
 from observatory.core.geometry import PARSER_VERSION, Geometry, parse_geometry
@@ -35,6 +38,7 @@ from observatory.queries import (
     InvalidPageToken,
     ModelListParams,
     current_geometry,
+    geometry_flags,
     get_model_detail,
     model_parameters,
     not_found_message,
@@ -60,6 +64,15 @@ from observatory.core.trends import (
     describe_kind,
 )
 from observatory.web import chart_specs
+from observatory.web.api_claims import (
+    CLAIM_CSV_COLUMNS,
+    PRICE_CSV_COLUMNS,
+    RESEARCH_CSV_COLUMNS,
+    claim_csv_rows,
+    prices_data,
+    research_csv_rows,
+    research_data,
+)
 from observatory.web.api_models import stream_models_csv
 from observatory.web.api_trends import TREND_CSV_COLUMNS, TrendParams, point_record, population_of, trend_csv_row
 from observatory.web.deps import request_reader
@@ -493,15 +506,62 @@ def hardware_page(request: Request, fmt: str | None) -> Response:
         row["ridge_bf16"] = ridges[device.id]["ridge_bf16"]
         row["ridge_fp8"] = ridges[device.id]["ridge_fp8"]
         rows.append(row)
-    data = {"rows": rows}
-    if fmt == "json":
-        return json_response(data)
     if fmt == "csv":
         flat = ({**r, "sources": [s["url"] for s in r["sources"]]} for r in rows)
         return csv_response(HARDWARE_CSV_COLUMNS, flat, "hardware.csv")
-    specs = {"ridge": chart_specs.ridge_points(list(ridges.values()))}
+    with request_reader(request) as session:
+        data = {"rows": rows, "capacity": new_models.capacity_trend(session)}
+    if fmt == "json":
+        return json_response(data)
+    specs = {"ridge": chart_specs.ridge_points(list(ridges.values())),
+             "capacity": chart_specs.sequences_beside_weights(data["capacity"]["rows"], data["capacity"]["context"])}
     return render(request, "hardware.html", data, title="Hardware", nav="/hardware", formats=("json", "csv"),
                   specs=specs, charts=True)
+
+
+# ---- claims, research and prices (issue 15) -----------------------------------------------------
+
+
+@page("/claims", formats=("json", "csv"))
+def claims_page(request: Request, fmt: str | None) -> Response:
+    with request_reader(request) as session:
+        data = {"claims": claims_data(session)}
+    if fmt == "json":
+        return json_response(data)
+    if fmt == "csv":
+        return csv_response(CLAIM_CSV_COLUMNS, claim_csv_rows(data["claims"]), "claims.csv")
+    counts = {verdict: sum(1 for c in data["claims"] if c["verdict"] == verdict) for verdict in VERDICTS}
+    return render(request, "claims.html", data, title="Claims", nav="/claims", formats=("json", "csv"),
+                  verdict_counts=counts)
+
+
+@page("/research", formats=("json", "csv"))
+def research_page(request: Request, fmt: str | None) -> Response:
+    data = research_data()
+    if fmt == "json":
+        return json_response(data)
+    if fmt == "csv":
+        return csv_response(RESEARCH_CSV_COLUMNS, research_csv_rows(data["rows"]), "research.csv")
+    papers = list(dict.fromkeys(r["paper"] for r in data["rows"]))
+    specs = {"research": chart_specs.research_quality(data["rows"], papers)}
+    charted = sum(len(s["points"]) for s in specs["research"]["series"])
+    return render(request, "research.html", data, title="Research", nav="/research", formats=("json", "csv"),
+                  specs=specs, charts=True, charted=charted)
+
+
+@page("/prices", formats=("json", "csv"))
+def prices_page(request: Request, fmt: str | None) -> Response:
+    with request_reader(request) as session:
+        data = prices_data(session)
+    if fmt == "json":
+        return json_response(data)
+    if fmt == "csv":
+        return csv_response(PRICE_CSV_COLUMNS, data["rows"], "prices.csv")
+    axis = chart_specs.price_axis(data["rows"], data["kv_per_token"]["points"])
+    specs = {"prices": chart_specs.prices_over_time(data["rows"], axis),
+             "kv": chart_specs.kv_over_time(data["kv_per_token"]["points"], axis)}
+    return render(request, "prices.html", data, title="Prices", nav="/prices", formats=("json", "csv"),
+                  specs=specs, charts=True, kv_shown=chart_specs.kv_points_in_axis(data["kv_per_token"]["points"], axis))
 
 
 # ---- crawl status -----------------------------------------------------------------------------
@@ -516,6 +576,7 @@ def crawl_page(request: Request, fmt: str | None) -> Response:
         data = {
             "health": crawler_health(session),
             "models": store_counts(session),
+            "geometry_flags": geometry_flags(session),
             "runs": [run_to_dict(r) for r in recent_runs(session, 50)],
             "open_failures": [
                 {"model_id": f.model_id, "reason": f.reason, "transient": f.transient, "attempts": f.attempts,
@@ -552,6 +613,7 @@ def methodology_data() -> dict:
         "populations": list(POPULATIONS),
         "originals_min_params": ORIGINALS_MIN_PARAMS,
         "thin_n": THIN_N,
+        "dataset_url": f"/downloads/{DATASET_FILENAME}",
         "periods": list(PERIODS),
         "weightings": list(WEIGHTINGS),
         "size_classes": list(SIZE_CLASSES),
@@ -563,6 +625,19 @@ def methodology_data() -> dict:
                     "bytes_per_token": kvcache.bytes_per_token(geom, "fp16"), "gqa_bytes": gqa, "mha_bytes": mha,
                     "elements_gqa": geom.kv_elements_per_token * 2048, "elements_mha": counter.kv_elements_per_token * 2048},
     }
+
+
+DATASET_FILENAME = "gqa-observatory-snapshot.zip"
+
+
+@router.get(f"/downloads/{DATASET_FILENAME}", include_in_schema=False)
+async def dataset_download() -> Response:
+    """The bundled snapshot as a Frictionless data package (zip): models.csv, datapackage.json, configs/."""
+    from observatory.snapshot_export import bundled_zip_bytes
+
+    body = await run_in_threadpool(bundled_zip_bytes)
+    return Response(body, media_type="application/zip",
+                    headers={"Content-Disposition": f'attachment; filename="{DATASET_FILENAME}"'})
 
 
 @page("/methodology")

@@ -81,3 +81,45 @@ def test_a_listing_the_hub_refuses_fails_the_run_with_one_line(engine, hub, invo
     assert result.exit_code == 1 and result.output.startswith("Error: crawl failed: BadRequestError")
     assert len(result.output.strip().splitlines()) == 1
     assert [(r.status, r.error[:15]) for r in runs(engine)] == [("failed", "BadRequestError")]
+
+
+def test_json_is_always_one_result_object(engine, hub, invoke):
+    populate(hub, 2)
+    ok = invoke("--since", "7d", "--json", "--no-progress")
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["ok"] is True
+
+    hub.add_fault("listing", 400, times=-1, body=b'{"error": "bad query"}')
+    failed = invoke("--json", "--no-progress")
+    data = json.loads(failed.stdout)
+    assert failed.exit_code == 1 and data["ok"] is False and data["status"] == "failed"
+    assert data["error"].startswith("BadRequestError") and failed.stderr.startswith("Error: crawl failed: BadRequestError")
+
+    mismatch = invoke("--json", "--min-downloads", "5", "--no-progress")  # refused before any run starts
+    refused = json.loads(mismatch.stdout)
+    assert mismatch.exit_code == 1 and refused == {"ok": False, "error": refused["error"]}
+    assert refused["error"].startswith("scope 'default' was first crawled with other filters")
+
+
+def test_an_unreachable_hub_is_one_line_naming_what_to_set(engine, invoke, monkeypatch):
+    from observatory.testing.server import free_port
+
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{free_port()}")
+    get_settings.cache_clear()
+    human = invoke("--since", "1d", "--no-progress")
+    assert human.exit_code == 1 and human.stdout == ""
+    [line] = human.stderr.strip().splitlines()
+    assert line.startswith("Error: crawl unreachable: Hub not reachable at http://127.0.0.1:")
+    assert "HF_ENDPOINT" in line and "HTTPS_PROXY" in line
+
+    data = json.loads(invoke("--json", "--no-progress").stdout)
+    assert data["ok"] is False and data["status"] == "unreachable" and data["requests"] == 1
+    assert [r.status for r in runs(engine)] == ["unreachable", "unreachable"]
+
+
+def test_a_rate_limited_run_exits_3_and_says_when_to_retry(engine, hub, invoke):
+    populate(hub, 2)
+    hub.add_fault("listing", 429, times=-1, headers={"Retry-After": "100000"})
+    result = invoke("--since", "7d", "--no-progress")
+    assert result.exit_code == 3
+    assert "crawl #1 rate_limited" in result.stdout and "stopped: RateLimited: the Hub asked to wait 100000s" in result.stdout
+    assert "retry after" in result.stdout

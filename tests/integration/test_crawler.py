@@ -214,7 +214,7 @@ def test_stats_refresh_updates_popular_models_downloads_and_likes(engine, hub, h
 
     result = refresh_popular(engine, hub_settings.model_copy(update={"stats_refresh_top_n": 5}))
 
-    assert result == {"listed": 5, "updated": 5, "requests": 1}
+    assert result == {"listed": 5, "updated": 5, "requests": 1, "error": None}
     assert hub.counts == {"listing": 1}
     for rank, repo_id in enumerate(ids[:5]):
         stored = model(engine, repo_id)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime, timedelta
 
-import pytest
 from crawler_support import (
     LLAMA,
     LONG_AGO,
@@ -32,7 +32,7 @@ def test_429_with_ratelimit_headers_is_waited_out_then_fetched(engine, hub, hub_
     assert run.failed == 0 and hub.counts["faults"] == 1
 
 
-def test_429_on_a_listing_page_is_retried_by_the_client(engine, hub, hub_settings):
+def test_429_on_a_listing_page_is_retried_by_our_policy(engine, hub, hub_settings):
     ids = populate(hub, 25)
     hub.add_fault("listing", 429, headers={"RateLimit": '"api";r=0;t=0'})
 
@@ -102,7 +102,7 @@ def test_slow_listing_page_times_out_and_is_retried(engine, hub, hub_settings):
 
     crawl(engine, hub_settings.model_copy(update={"hub_timeout_s": 0.3}), since=LONG_AGO)
 
-    # list_models passes timeout=None; our hook's timeout made the client give up and retry.
+    # hub_timeout_s made the page give up, and the policy asked again.
     assert_stored_exactly_once(engine, hub, ids)
     assert hub.counts["listing"] >= 3  # the timed-out page, its retry, and the change pass
 
@@ -197,7 +197,8 @@ def test_rate_limit_longer_than_we_wait_stops_the_run_and_keeps_the_mark(engine,
 
     run = crawl(engine, hub_settings, since=LONG_AGO)
 
-    assert run.status == "interrupted" and "wait 100s" in run.error
+    assert run.status == "rate_limited" and "wait 100s" in run.error
+    assert datetime.fromisoformat(run.stats["retry_at"]) > run.started_at + timedelta(seconds=99)
     assert scope_state(engine).created_mark is None
     assert not any(f.reason.startswith("http_429") for f in failures(engine).values())
     GATE.reset()  # the hour has passed
@@ -206,18 +207,37 @@ def test_rate_limit_longer_than_we_wait_stops_the_run_and_keeps_the_mark(engine,
     assert scope_state(engine).created_mark == hub.repos[ids[-1]].created_at
 
 
-def test_unreachable_hub_fails_the_run_in_one_line_without_a_traceback(engine, hub_settings, caplog):
-    """Offline (the embedded default's usual state) a crawl is recorded as failed with the reason,
-    and the log says so in one line: huggingface_hub's own listing retries (~23 s) run first."""
+def test_unreachable_hub_is_one_attempt_and_one_line_without_a_traceback(engine, hub_settings, caplog):
+    """Offline (the embedded default's usual state) a crawl is stored as "unreachable" with the
+    reason after one attempt: no retries (huggingface_hub's own listing back-off took ~23 s)."""
     import logging
 
-    from observatory.hub.session import HubUnreachable
     from observatory.testing.server import free_port
 
     closed = f"http://127.0.0.1:{free_port()}"  # a port nobody listens on
-    with caplog.at_level(logging.WARNING), pytest.raises(HubUnreachable, match="Hub unreachable at"):
-        crawl(engine, hub_settings.model_copy(update={"hf_endpoint": closed}), since=LONG_AGO)
-    (run,) = runs(engine)
-    assert run.status == "failed" and run.error.startswith(f"Hub unreachable at {closed}")
+    slow_backoff = hub_settings.model_copy(update={"hf_endpoint": closed, "hub_backoff_base_s": 600.0})
+    with caplog.at_level(logging.INFO):
+        run = crawl(engine, slow_backoff, since=LONG_AGO)  # a backoff would sleep 600 s here
+    (stored,) = runs(engine)
+    assert run.status == stored.status == "unreachable"
+    assert stored.error.startswith(f"Hub not reachable at {closed}: ConnectError")
+    assert run.requests == 1
     crawl_records = [r for r in caplog.records if r.name.startswith("observatory")]
-    assert crawl_records and all(r.exc_info is None for r in crawl_records)
+    assert crawl_records and all(r.exc_info is None and r.levelno < logging.WARNING for r in crawl_records)
+
+
+def test_an_offline_first_run_reads_as_offline_not_failed_on_the_pages(engine, settings, hub_settings):
+    from fastapi.testclient import TestClient
+
+    from observatory.testing.server import free_port
+    from observatory.web.app import create_app
+
+    crawl(engine, hub_settings.model_copy(update={"hf_endpoint": f"http://127.0.0.1:{free_port()}"}))
+    offline = settings.model_copy(update={"scheduler_enabled": False, "autoload_snapshot": True})
+    with TestClient(create_app(offline)) as client:  # the bundled snapshot, as on a fresh install
+        home, page = client.get("/").text, client.get("/crawl").text
+        health = client.get("/api/v1/crawl/health").json()
+    said = "Hub not reachable — showing the bundled snapshot"
+    assert "last crawl" in home and said in home and ": failed" not in home
+    assert said in page
+    assert health["last_run"]["status"] == "unreachable" and health["last_run"]["summary"] == said

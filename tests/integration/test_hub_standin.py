@@ -81,3 +81,21 @@ def test_hub_faithful_redirect_and_ratelimit_headers(tmp_path):
         limited = httpx.get(f"{hub.url}/org/model/resolve/main/config.json")
         assert limited.status_code == 429 and '"resolvers";r=0;' in limited.headers["RateLimit"]
         assert hub.counts["rate_limited"] == 1
+
+
+def test_any_config_body_leaves_the_listing_working(hub, api, engine, hub_settings):
+    """A config nested deeper than Python's JSON parser goes (RecursionError) used to break every
+    listing page that showed it; the Hub shows such a file's config as {}."""
+    from observatory.crawler.run import crawl
+
+    hub.add_repo("odd/deep", b"[" * 100_000 + b"]" * 100_000)
+    hub.add_repo("odd/latin1", b'{"model_type": "caf\xe9"}')
+    hub.add_repo("org/fine", LLAMA)
+
+    listed = {m.id: m for m in api.list_models(expand=["createdAt", "config", "sha"])}
+    assert listed["odd/deep"].config == {} and listed["odd/latin1"].config == {}
+    assert listed["org/fine"].config == {"architectures": LLAMA["architectures"], "model_type": "llama"}
+    assert httpx.get(f"{hub.url}/api/models", params={"config": "true"}).status_code == 200
+
+    run = crawl(engine, hub_settings.model_copy(update={"crawl_first_run_days": 1}))
+    assert run.status == "ok" and run.new == 1 and run.failures_by_reason == {"not_json": 2}

@@ -8,6 +8,7 @@ import pytest
 from sqlmodel import select
 
 from observatory.db import session_scope
+from observatory.core.geometry import PARSER_VERSION
 from observatory.ingest import record_config, rederive, upsert_model
 from observatory.core.repo_ids import InvalidRepoId
 from observatory.tables import ConfigRevision, GeometryRow, HubModel
@@ -86,3 +87,22 @@ def test_rederive_reparses_old_and_failed_revisions(engine):
         row = s.exec(select(GeometryRow)).one()
         assert row.num_kv_heads == 8 and row.revision_id == rev.id
         assert rederive(s) == 0
+
+
+def test_start_up_rederives_stale_geometry_in_batches(engine):
+    from observatory.rederive import rederive_stale
+
+    with session_scope(engine) as s:
+        for i in range(3):
+            upsert_model(s, f"org/m{i}")
+            record_config(s, f"org/m{i}", json.dumps(LLAMA), str(i) * 40)
+        upsert_model(s, "org/broken")
+        record_config(s, "org/broken", "{not json", "b" * 40)
+        for row in s.exec(select(GeometryRow)):
+            row.parser_version = 0
+    assert rederive_stale(engine, batch=2) == 3  # the three stale geometries, in two transactions
+    with session_scope(engine) as s:
+        assert {r.parser_version for r in s.exec(select(GeometryRow))} == {PARSER_VERSION}
+        broken = s.exec(select(ConfigRevision).where(ConfigRevision.model_id == "org/broken")).one()
+        assert broken.parse_status == "error" and broken.raw_text == "{not json"  # kept, never lost
+    assert rederive_stale(engine, batch=2) == 0  # nothing left to do

@@ -183,16 +183,50 @@ def test_shutdown_stops_a_running_crawl_early_and_keeps_what_it_fetched(engine, 
     assert_stored_exactly_once(engine, hub, ids)
 
 
-def test_shutdown_does_not_wait_out_the_clients_retries_on_a_dead_hub(engine, settings):
-    dead = settings.model_copy(update={"hf_endpoint": "http://127.0.0.1:9", "hub_timeout_s": 1.0})
-    handle = SchedulerHandle(engine, dead, [JobSpec("crawl", "observatory.crawler.run:scheduled_crawl",
-                                                    lambda s: 60, first_delay_s=0)]).start()
-    try:
-        _wait_for(lambda: [r.status for r in runs(engine)] == ["running"], timeout=10)
-        time.sleep(0.3)  # inside list_models' retry loop (connection refused, backing off 1, 2, 4... s)
-    finally:
-        started = time.monotonic()
-        handle.shutdown(wait=True)
-    assert time.monotonic() - started < 5  # not the ~23 s the client would spend retrying
-    [run] = runs(engine)
-    assert run.status == "interrupted" and run.error.startswith("Stopped")
+def test_offline_the_schedule_says_so_once_without_a_traceback(engine, settings, caplog):
+    """A dead Hub: the crawl is stored as "unreachable" after one attempt, the first job that meets
+    it logs what to set, later ones one INFO line; the stats refresh prints no traceback either."""
+    import logging
+
+    dead = settings.model_copy(update={"hf_endpoint": "http://127.0.0.1:9", "hub_backoff_base_s": 600.0})
+    jobs = [JobSpec("crawl", "observatory.crawler.run:scheduled_crawl", lambda s: 0.2, first_delay_s=0),
+            JobSpec("stats-refresh", "observatory.crawler.stats:refresh_popular", lambda s: 0.2, first_delay_s=0)]
+    with caplog.at_level(logging.INFO):
+        handle = SchedulerHandle(engine, dead, jobs).start()
+        try:
+            _wait_for(lambda: len(runs(engine)) >= 2, timeout=20)
+        finally:
+            handle.shutdown(wait=True)
+    assert {r.status for r in runs(engine)} == {"unreachable"}
+    ours = [r for r in caplog.records if r.name.startswith("observatory")]
+    assert all(r.exc_info is None for r in ours) and not any(r.levelno >= logging.ERROR for r in ours)
+    [hint] = [r.getMessage() for r in ours if r.levelno == logging.WARNING]
+    assert hint.startswith("Hub not reachable at http://127.0.0.1:9: ConnectError")
+    assert "HF_ENDPOINT" in hint and "HTTPS_PROXY" in hint and "`observatory crawl`" in hint
+    assert any("stats-refresh" in r.getMessage() for r in ours if r.levelno == logging.INFO)
+
+
+def test_after_a_rate_limited_run_the_schedule_waits_until_the_hub_said(engine, hub, hub_settings):
+    from observatory.crawler.run import scheduled_crawl
+    from observatory.hub.ratelimit import GATE
+
+    populate(hub, 3)
+    hub.add_fault("listing", 429, times=1, headers={"Retry-After": "3600"})
+    first = scheduled_crawl(engine, hub_settings)
+    assert first.status == "rate_limited"
+    GATE.reset()  # even a fresh process (no pause in memory) keeps to the stored time
+    hub.reset_counts()
+
+    assert scheduled_crawl(engine, hub_settings) is None
+    assert hub.counts == {} and len(runs(engine)) == 1
+
+    with engine.begin() as conn:  # the hour has passed
+        conn.exec_driver_sql("UPDATE crawl_run SET stats = json_set(stats, '$.retry_at', '2000-01-01T00:00:00+00:00')")
+    second = scheduled_crawl(engine, hub_settings.model_copy(update={"crawl_first_run_days": 1}))
+    assert second.status == "ok" and second.new == 3
+
+
+def test_benchmarks_are_scheduled_only_when_enabled(engine, settings):
+    assert "bench-new-models" not in SchedulerHandle(engine, settings).job_ids
+    enabled = settings.model_copy(update={"bench_schedule_enabled": True})
+    assert "bench-new-models" in SchedulerHandle(engine, enabled).job_ids

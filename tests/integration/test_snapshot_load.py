@@ -70,11 +70,13 @@ def test_loaded_rows_carry_snapshot_facts(engine):
         assert revision.provenance == "verbatim" and revision.source.startswith("https://github.com/")
         assert revision.sha.startswith("snapshot-v1:")
 
-        gpt2 = s.get(HubModel, "openai-community/gpt2")
+        gpt2 = s.get(HubModel, "openai-community/gpt2-large")
         revision = s.get(ConfigRevision, gpt2.current_revision_id)
         assert revision.provenance == "reconstructed"
-        assert revision.source == "https://huggingface.co/openai-community/gpt2/blob/main/config.json"
-        assert json.loads(revision.raw_text)["n_head"] == 12
+        assert revision.source == "https://huggingface.co/openai-community/gpt2-large/blob/main/config.json"
+        assert json.loads(revision.raw_text)["n_head"] == 20
+        assert gpt2.relation == "original" and gpt2.organisation == "OpenAI"
+        assert gpt2.snapshot_meta["searched"] and gpt2.snapshot_meta["release_date_source"]
 
         assert s.exec(select(func.count()).where(HubModel.downloads.is_not(None))).one() == 0  # unknown
         phi4 = s.get(HubModel, "microsoft/phi-4")
@@ -103,7 +105,7 @@ def test_crawled_models_keep_their_hub_data(engine):
         upsert_model(s, "meta-llama/Llama-2-70b-hf", source="hub", downloads=123, created_at=hub_time, sha="abc")
         crawled, _ = record_config(s, "meta-llama/Llama-2-70b-hf", '{"num_attention_heads": 64}', "abc")
         # Listed by a crawl but its config not fetched yet: the snapshot fills the gap, Hub fields stay.
-        upsert_model(s, "openai-community/gpt2", source="hub", downloads=7, created_at=hub_time)
+        upsert_model(s, "openai-community/gpt2-large", source="hub", downloads=7, created_at=hub_time)
 
     summary = load_snapshot(engine)
     assert summary["crawled_models_kept"] == 2 and summary["revisions_skipped"] == 1
@@ -115,7 +117,7 @@ def test_crawled_models_keep_their_hub_data(engine):
         assert llama.current_revision_id == crawled.id
         assert s.exec(select(ConfigRevision).where(ConfigRevision.model_id == llama.id)).all() == [crawled]
 
-        gpt2 = s.get(HubModel, "openai-community/gpt2")
+        gpt2 = s.get(HubModel, "openai-community/gpt2-large")
         assert (gpt2.source, gpt2.downloads) == ("hub", 7)
         assert gpt2.created_at.replace(tzinfo=timezone.utc) == hub_time
         assert s.get(ConfigRevision, gpt2.current_revision_id).provenance == "reconstructed"
@@ -128,17 +130,20 @@ def test_crawled_models_keep_their_hub_data(engine):
 def _write_manifest(tmp_path: Path, heads_kv: int, date: str = "2024-01-02") -> Path:
     entry = {
         "id": "org/tiny",
+        "organisation": "Org",
         "family": "Test",
         "release_date": date,
         "release_date_confidence": "medium",
+        "release_date_source": "https://example.org/tiny",
         "provenance": "reconstructed",
         "source": "https://huggingface.co/org/tiny/blob/main/config.json",
+        "searched": "nowhere: a test entry",
         "config": {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8,
                    "num_key_value_heads": heads_kv, "num_hidden_layers": 4},
     }
     (tmp_path / "configs").mkdir(exist_ok=True)
     path = tmp_path / "snapshot.json"
-    path.write_text(json.dumps({"snapshot_version": 1, "models": [entry]}), encoding="utf-8")
+    path.write_text(json.dumps({"snapshot_version": 2, "models": [entry]}), encoding="utf-8")
     return path
 
 

@@ -67,7 +67,6 @@ def site(tmp_path_factory):
     urls = {
         "/api/v1/openapi.json": "/api/v1/openapi.json",
         "/api/v1/docs": "/api/v1/docs",
-        "/docs/oauth2-redirect": "/docs/oauth2-redirect",
         "/api/v1/models": "/api/v1/models?kind=GQA&sort=group_size",
         "/api/v1/models.csv": "/api/v1/models.csv",
         "/api/v1/models/{model_id}": f"/api/v1/models/{MODEL}",
@@ -114,6 +113,19 @@ def site(tmp_path_factory):
         "/alerts/manage": "/alerts/manage",
         "/alerts/email/confirm": "/alerts/email/confirm?token=abc",
         "/alerts/email/unsubscribe": "/alerts/email/unsubscribe?token=abc",
+        "/api/v1/claims": "/api/v1/claims",
+        "/api/v1/research": "/api/v1/research?format=csv",
+        "/api/v1/prices": "/api/v1/prices",
+        "/api/v1/hardware-capacity": "/api/v1/hardware-capacity",
+        "/claims": "/claims",
+        "/claims.json": "/claims.json",
+        "/claims.csv": "/claims.csv",
+        "/research": "/research",
+        "/research.json": "/research.json",
+        "/research.csv": "/research.csv",
+        "/prices": "/prices",
+        "/prices.json": "/prices.json",
+        "/prices.csv": "/prices.csv",
     }
     headers = {"Authorization": f"Bearer {created.owner_token}"}
     with serving(app) as base:

@@ -66,6 +66,8 @@
         return function (v) { return scaled(v, FLOPS); };
       case "flop_per_byte":
         return function (v) { return sig(v, 3) + " FLOP/B"; };
+      case "usd":
+        return function (v) { return "$" + sig(v, 3); };
       case "seconds":
         return function (v) {
           if (v >= 1) return sig(v, 3) + " s";
@@ -151,6 +153,8 @@
       };
     }
     if (which === "x") out.ticks.maxTicksLimit = 12;
+    // panels stacked on one time axis reserve the same width for their y labels, so the x axes line up
+    if (spec.width) out.afterFit = function (scale) { scale.width = spec.width; };
     return out;
   }
 
@@ -338,6 +342,7 @@
             labels: {
               // bands are explained by the series they surround; keep the legend short
               filter: function (item, data) { return !data.datasets[item.datasetIndex].label.startsWith("_"); },
+              usePointStyle: !!spec.legend_shapes, // where shape, not only colour, tells series apart
             },
           },
           tooltip: {
@@ -352,7 +357,8 @@
                 var label = ctx.dataset.label.replace(/^_/, "");
                 var text = label + ": " + yf(ctx.parsed.y);
                 if (raw.name) text += " (" + xLabel(spec.x, ctx.parsed.x) + ")";
-                if (raw.n !== undefined) text += "; n = " + Number(raw.n).toLocaleString("en-US") + (raw.thin ? THIN_NOTE : "");
+                if (raw.n !== undefined) text += "; n = " + Number(raw.n).toLocaleString("en-US") +
+                  (spec.n_label ? " " + spec.n_label : "") + (raw.thin ? THIN_NOTE : "");
                 return text;
               },
             },
