@@ -1,16 +1,27 @@
-"""Decode-attention comparison table: the bundled kernel against its peers on this machine.
+"""Decode-attention comparison table: the bundled kernels against their peers on this machine.
 
 For each model shape and context it prints our time, each peer's time in ms and (in brackets) how
-many times slower it is than ours, the K/V bytes our kernel read per second, and that rate as a share of the
-machine's copy bandwidth (bytes read + written per second by a large copy, timed in the same
-interleaved rounds). Shapes are one attention layer of each model, batch 1 by default.
+many times slower it is than ours, the cache bytes our kernel read per second and that rate as a
+share of the machine's copy bandwidth (bytes read + written per second by a large copy), and the
+FLOP/s it did as a share of a large matmul's in the same dtype; the copy and the matmul are timed in
+the same interleaved rounds. Shapes are one attention layer of each model, batch 1 by default.
 
-"ours" is what ``gqa_decode`` runs by default (the C kernel on a CPU, Triton on CUDA); on a CPU the
+GQA models run ``gqa_decode``; MLA models (DeepSeek-V3, Kimi-K2, GLM-5, MiniCPM3, DeepSeek-V2-Lite,
+their configs taken from the bundled snapshot) run ``mla_decode`` in the absorbed form, beside the
+naive absorbed form in PyTorch matmuls ("mla_matmul") and FlashMLA / FlashInfer where installed.
+
+"ours" is what the entry point runs by default (the C kernel on a CPU, Triton on CUDA); on a CPU the
 "torch path" column times our pure-PyTorch implementation in the same rounds, for comparison.
+``--counterfactual`` also times each model's MHA counterfactual (K = H) in the same rounds and
+prints the measured speed-up beside the roofline's.
 
-    python benchmarks/decode_attention.py                     # CPU table (fp32), about 5 minutes
-    python benchmarks/decode_attention.py --contexts 32768 --models llama-3-8b   # the floor row
+    python benchmarks/decode_attention.py                     # CPU table (fp32), about 10 minutes
+    python benchmarks/decode_attention.py --contexts 32768 --models llama-3-8b deepseek-v3   # the floor rows
     python benchmarks/decode_attention.py --device cuda --dtype bf16 --batches 1 8   # a GPU
+
+The floors this CPU is held to (fp32, 32k, batch 1), printed PASS/FAIL after the table: Llama-3-8B
+≥ 50% of copy bandwidth; DeepSeek-V3 (MLA, compute-bound) ≥ 50% of the measured matmul FLOP/s and
+≥ 2× the naive absorbed matmuls.
 
 Peers (kernels/peers.py): SDPA enable_gqa and transformers' repeat_kv + SDPA on (b, K, L, d) views
 of the same cache ("sdpa_gqa", "repeat_kv_sdpa"), the same two on a contiguous copy in the Hugging
@@ -27,8 +38,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
 from observatory.bench.runner import local_device, measure  # noqa: E402
-from observatory.bench.shapes import attention_shape  # noqa: E402
-from observatory.core.geometry import parse_geometry  # noqa: E402
+from observatory.bench.shapes import attention_shape, counterfactual_shape  # noqa: E402
+from observatory.core.geometry import parse_config_text, parse_geometry  # noqa: E402
+from observatory.snapshot import load_entries  # noqa: E402
 
 # Attention settings as each model's config.json spells them (only the keys the geometry needs).
 MODELS = {
@@ -45,11 +57,28 @@ MODELS = {
     "llama-2-7b-mha": {"model_type": "llama", "num_attention_heads": 32, "num_key_value_heads": 32,
                        "hidden_size": 4096, "num_hidden_layers": 32},
 }
+# MLA models, read from the bundled snapshot (observatory/data/snapshot.json and its configs).
+SNAPSHOT_MODELS = {
+    "deepseek-v3": "deepseek-ai/DeepSeek-V3",  # H = 128, latent 512 + 64
+    "kimi-k2": "moonshotai/Kimi-K2-Instruct",  # H = 64
+    "glm-5": "zai-org/GLM-5",  # H = 64
+    "minicpm3": "openbmb/MiniCPM3-4B",  # H = 40, latent 256 + 32
+    "deepseek-v2-lite": "deepseek-ai/DeepSeek-V2-Lite",  # H = 16
+}
+FLOOR_CONTEXT = 32768
+
+
+def geometry(name: str):
+    if name in MODELS:
+        return parse_geometry(MODELS[name])
+    entry = next(e for e in load_entries() if e.id == SNAPSHOT_MODELS[name])
+    return parse_geometry(parse_config_text(entry.raw_text))
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    names = list(MODELS) + list(SNAPSHOT_MODELS)
+    parser.add_argument("--models", nargs="+", choices=names, default=names)
     parser.add_argument("--contexts", nargs="+", type=int, default=[4096, 16384, 32768])
     parser.add_argument("--batches", nargs="+", type=int, default=[1])
     parser.add_argument("--dtype", choices=["fp32", "fp16", "bf16"], default=None,
@@ -58,8 +87,10 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=20,
                         help="interleaved rounds; the median shrugs off a burst from a noisy neighbour")
     parser.add_argument("--backend", choices=["auto", "cpu", "torch", "triton"], default="auto",
-                        help="which of our implementations is 'ours' (default: what gqa_decode picks)")
+                        help="which of our implementations is 'ours' (default: what the entry point picks)")
     parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--counterfactual", action="store_true",
+                        help="also time each model's MHA counterfactual (K = H) in the same rounds")
     parser.add_argument("--json", action="store_true", help="one JSON object per row instead of the table")
     args = parser.parse_args(argv)
 
@@ -69,63 +100,112 @@ def main(argv=None) -> int:
         print(f"device: {device.name}; {dtype}; ours: {args.backend} backend; torch {device.software['torch']}, "
               f"triton {device.software['triton'] or '-'}, {device.software['threads']} threads; "
               f"median of {args.repeats} interleaved runs")
-    header_done = False
+    header_for = None
+    cases = []
     for name in args.models:
-        geom = parse_geometry(MODELS[name])
+        geom = geometry(name)
         for context in args.contexts:
             for batch in args.batches:
                 shape = attention_shape(geom, batch, context)
+                mha = counterfactual_shape(geom, batch, context) if args.counterfactual else None
                 case = measure(shape, dtype, device, geometry=geom, peers=not args.no_peers, repeats=args.repeats,
-                               backend=args.backend, also_backends=("torch",) if device.type == "cpu" else ())
+                               backend=args.backend, counterfactual=mha,
+                               also_backends=("torch",) if device.type == "cpu" else ())
+                cases.append((name, case))
                 if args.json:
                     print(json.dumps(row(name, case)), flush=True)
                     continue
-                if not header_done:
-                    print(header(case))
-                    header_done = True
+                if header_for != shape.kernel:  # GQA and MLA rows have different peers
+                    print("\n" + header(case))
+                    header_for = shape.kernel
                 print(text_row(name, case), flush=True)
                 for peer, error in case.peer_errors.items():
                     print(f"    {peer} did not run: {error}")
+    if not args.json and device.type == "cpu":
+        print("\n" + "\n".join(floors(cases, dtype)))
     return 0
 
 
-PEER_COLUMNS = ("sdpa_gqa", "repeat_kv_sdpa", "sdpa_gqa_bkld", "repeat_kv_sdpa_bkld", "flash_attn", "flashinfer")
-ALWAYS = 4  # the PyTorch peers; the others only where installed
+PEER_COLUMNS = ("sdpa_gqa", "repeat_kv_sdpa", "sdpa_gqa_bkld", "repeat_kv_sdpa_bkld", "flash_attn", "flashinfer",
+                "mla_matmul", "flash_mla", "flashinfer_mla")
+ALWAYS = {"gqa": PEER_COLUMNS[:4], "mla": ("mla_matmul",)}  # the PyTorch peers; the others only where installed
+
+
+def _columns(case) -> list[str]:
+    return [p for p in PEER_COLUMNS if p in case.peers or p in ALWAYS[case.shape.kernel]]
 
 
 def header(case) -> str:
-    peers = "".join(f" {p:>20}" for p in PEER_COLUMNS if p in case.peers or p in PEER_COLUMNS[:ALWAYS])
+    peers = "".join(f" {p:>20}" for p in _columns(case))
     others = "".join(f" {f'{b} path':>20}" for b in case.other_backends)
-    return (f"{'model':<16} {'H':>3} {'K':>3} {'G':>3} {'d':>4} {'b':>3} {'L':>7} {'ours':>6} {'ours ms':>9} "
-            f"{'GB/s':>6} {'%copy':>6} {'copy GB/s':>9} {'roof ms':>8}{others}{peers}")
+    cf = f" {'MHA ms':>9} {'measured':>8} {'roofline':>8}" if case.counterfactual else ""
+    return (f"{'model':<17} {'shape':<22} {'b':>3} {'L':>7} {'ours':>6} {'ours ms':>9} {'GB/s':>6} {'%copy':>6} "
+            f"{'GFLOP/s':>8} {'%matmul':>7} {'roof ms':>8} {'bound':>7}{cf}{others}{peers}")
 
 
 def text_row(name, case) -> str:
     s = case.shape
+    shape = s.label().split(" ", 1)[1].rsplit(" L=", 1)[0]  # without batch and context: they have columns
     cells = [f" {_vs_ours(t, case):>20}" for t in case.other_backends.values()]
-    for peer in PEER_COLUMNS:
-        if peer in case.peers:
-            cells.append(f" {_vs_ours(case.peers[peer], case):>20}")
-        elif peer in PEER_COLUMNS[:ALWAYS]:
-            cells.append(f" {'-':>20}")
-    return (f"{name:<16} {s.num_heads:>3} {s.num_kv_heads:>3} {s.group_size:>3} {s.head_dim:>4} {s.batch:>3} "
-            f"{s.context:>7} {case.backend:>6} {case.ours.median_s * 1e3:>9.3f} {case.bytes_per_s / 1e9:>6.1f} "
-            f"{case.fraction_of_ceiling:>6.0%} {case.ceiling_bytes_per_s / 1e9:>9.1f} "
-            f"{(case.predicted_s or 0) * 1e3:>8.3f}" + "".join(cells))
+    for peer in _columns(case):
+        cells.append(f" {_vs_ours(case.peers[peer], case) if peer in case.peers else '-':>20}")
+    cf = ""
+    if case.counterfactual:
+        timing = case.counterfactual.timing
+        cf = (f" {timing.median_s * 1e3 if timing else float('nan'):>9.2f} {_x(case.measured_speedup):>8} "
+              f"{_x(case.predicted_speedup):>8}")
+    return (f"{name:<17} {shape:<22} {s.batch:>3} {s.context:>7} {case.backend:>6} {case.ours.median_s * 1e3:>9.3f} "
+            f"{case.bytes_per_s / 1e9:>6.1f} {case.fraction_of_ceiling:>6.0%} {case.flops_per_s / 1e9:>8.1f} "
+            f"{case.fraction_of_matmul or 0:>7.0%} {(case.predicted_s or 0) * 1e3:>8.3f} {case.predicted_bound or '-':>7}"
+            + cf + "".join(cells))
+
+
+def _x(value) -> str:
+    return f"{value:.2f}x" if value else "-"
 
 
 def _vs_ours(timing, case) -> str:
     return f"{timing.median_s * 1e3:.2f} ({timing.median_s / case.ours.median_s:.1f}x)"
 
 
+def floors(cases, dtype: str) -> list[str]:
+    """PASS/FAIL of this CPU's floors (fp32, 32k, batch 1) on the rows that measure them."""
+    lines = []
+    for name, case in cases:
+        s = case.shape
+        if (s.context, s.batch, dtype) != (FLOOR_CONTEXT, 1, "fp32"):
+            continue
+        if name == "llama-3-8b":
+            lines.append(_verdict(case.fraction_of_ceiling >= 0.5,
+                                  f"llama-3-8b 32k b=1: {case.fraction_of_ceiling:.0%} of copy bandwidth (floor 50%)"))
+        if name == "deepseek-v3":
+            share = case.fraction_of_matmul or 0
+            lines.append(_verdict(share >= 0.5, f"deepseek-v3 (MLA) 32k b=1: {share:.0%} of the measured matmul "
+                                                f"FLOP/s ({case.flops_per_s / 1e9:.1f} of {case.matmul_flops_per_s / 1e9:.1f} "
+                                                "GFLOP/s; floor 50%)"))
+            if "mla_matmul" in case.speedups:
+                x = case.speedups["mla_matmul"]
+                lines.append(_verdict(x >= 2, f"deepseek-v3 (MLA) 32k b=1: {x:.2f}x the naive absorbed matmuls (floor 2x)"))
+    return lines or [f"(no floor rows: they are fp32, {FLOOR_CONTEXT} tokens, batch 1)"]
+
+
+def _verdict(ok: bool, text: str) -> str:
+    return f"{'PASS' if ok else 'FAIL'}  {text}"
+
+
 def row(name, case) -> dict:
-    return {"model": name, **case.shape.to_dict(), "dtype": case.dtype, "backend": case.backend,
-            "ours_s": case.ours.median_s, "ours_min_s": case.ours.min_s, "kv_bytes": case.kv_bytes,
-            "bytes_per_s": case.bytes_per_s, "ceiling_bytes_per_s": case.ceiling_bytes_per_s,
-            "fraction_of_ceiling": case.fraction_of_ceiling, "predicted_s": case.predicted_s,
+    cf = case.counterfactual
+    return {"model": name, **case.shape.to_dict(), "kernel": case.shape.kernel, "dtype": case.dtype,
+            "backend": case.backend, "ours_s": case.ours.median_s, "ours_min_s": case.ours.min_s,
+            "kv_bytes": case.kv_bytes, "bytes_per_s": case.bytes_per_s, "ceiling_bytes_per_s": case.ceiling_bytes_per_s,
+            "fraction_of_ceiling": case.fraction_of_ceiling, "flops": case.flops, "flops_per_s": case.flops_per_s,
+            "matmul_flops_per_s": case.matmul_flops_per_s, "fraction_of_matmul": case.fraction_of_matmul,
+            "predicted_s": case.predicted_s, "predicted_bound": case.predicted_bound,
             "peers_s": {p: t.median_s for p, t in case.peers.items()}, "speedups": case.speedups,
             "other_backends_s": {b: t.median_s for b, t in case.other_backends.items()},
-            "peer_errors": case.peer_errors}
+            "peer_errors": case.peer_errors,
+            "mha_s": cf.timing.median_s if cf and cf.timing else None, "mha_error": cf.error if cf else None,
+            "measured_speedup": case.measured_speedup, "predicted_speedup": case.predicted_speedup}
 
 
 if __name__ == "__main__":

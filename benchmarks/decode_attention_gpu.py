@@ -4,8 +4,9 @@
 
 It does, in order, and prints as it goes (each step is skipped when the time budget runs short):
 
-1. **Correctness** of the compiled kernel against the float64 reference: the interpreter test cases
-   (fp16/fp32, ragged, paged, empty sequences) plus bf16 copies of them.
+1. **Correctness** of the compiled kernel against the float64 references: the interpreter test cases
+   (GQA and absorbed MLA at H = 16/64/128; fp16/fp32, ragged, paged, empty sequences) plus bf16
+   copies of them.
 2. **Launch tuning** on the floor shapes (H=32, K=8, d=128, bf16, 32k context, batch 1 and 8):
    BLOCK_N × warps × stages, then how many programs per SM the split count aims for, each timed
    interleaved with a large copy; the best is kept for step 3 (and worth making the default).
@@ -13,8 +14,13 @@ It does, in order, and prints as it goes (each step is skipped when the time bud
    1/8 for Llama-3-8B/70B, Qwen3 G=8/16, an MQA and an MHA model: our time, each peer's
    (SDPA enable_gqa, HF-layout SDPA, repeat_kv + SDPA, flash_attn / flashinfer when installed),
    and % of measured copy bandwidth.
-4. **The floors**: ≥ 80% of copy bandwidth at batch 8 / 32k / K=8, ≥ 50% at batch 1, and not slower
-   than flash_attn_with_kvcache where installed — each printed PASS/FAIL with its number.
+4. **MLA rows** (``mla_decode``, bf16): DeepSeek-V3's shape (H = 128, latent 512 + 64) at 4k/32k and
+   batch 1/64/128, Kimi-K2's (H = 64) at batch 64, beside the naive absorbed matmuls and FlashMLA /
+   FlashInfer's MLA when installed; FLOP/s as a share of a bf16 matmul measured in the same rounds.
+5. **The floors**: ≥ 80% of copy bandwidth at batch 8 / 32k / K=8, ≥ 50% at batch 1, and not slower
+   than flash_attn_with_kvcache where installed; for MLA, ≥ 60% of FlashMLA's published
+   compute-bound rate (580–660 TFLOPS bf16 on H800 SXM5, scaled by this device's dense bf16 peak
+   over H800's 989 TFLOPS) at batch ≥ 64 — each printed PASS/FAIL with its number.
 """
 
 from __future__ import annotations
@@ -44,9 +50,10 @@ def say(*parts) -> None:
 def check_correctness(torch) -> bool:
     from dataclasses import replace
 
-    from kernel_support import TRITON_CASES, assert_close, run_triton_cases
+    from kernel_support import TRITON_CASES, TRITON_MLA_CASES, assert_close, run_triton_cases
 
-    cases = list(TRITON_CASES) + [replace(c, id=c.id + "-bf16", dtype="bf16") for c in TRITON_CASES]
+    base = list(TRITON_CASES) + list(TRITON_MLA_CASES)
+    cases = base + [replace(c, id=c.id + "-bf16", dtype="bf16") for c in base]
     ok = True
     for case in cases:
         try:
@@ -144,30 +151,37 @@ def tune_splits(torch, device) -> int | None:
     return int(best.split("/")[0])
 
 
-def table(device, budget_s: float, repeats: int) -> list:
-    from benchmarks.decode_attention import MODELS, header, text_row
+GQA_ROWS = list(itertools.product((32768, 4096, 131072), (1, 8), [
+    "llama-3-8b", "llama-3-70b", "qwen3-30b-a3b", "qwen3-235b-a22b", "starcoder-mqa", "llama-2-7b-mha"]))
+MLA_ROWS = [(4096, 128, "deepseek-v3"), (32768, 64, "deepseek-v3"), (4096, 64, "kimi-k2"), (32768, 1, "deepseek-v3"),
+            (4096, 1, "deepseek-v3"), (8192, 128, "deepseek-v3")]
+# FlashMLA's README: "660 TFLOPS in computation-bound configuration on H800 SXM5" (CUDA 12.8; 580 with
+# CUDA 12.6); H800 SXM5 has H100 SXM's dense bf16 peak, 989 TFLOPS.
+FLASH_MLA_TFLOPS = (580.0, 660.0)
+H800_BF16_TFLOPS = 989.0
+MLA_FLOOR = 0.6
+
+
+def table(device, budget_s: float, repeats: int, rows_wanted=GQA_ROWS) -> list:
+    from benchmarks.decode_attention import geometry, header, text_row
     from observatory.bench.runner import measure
     from observatory.bench.shapes import attention_shape
-    from observatory.core.geometry import parse_geometry
 
-    rows, printed = [], False
-    order = ["llama-3-8b", "llama-3-70b", "qwen3-30b-a3b", "qwen3-235b-a22b", "starcoder-mqa", "llama-2-7b-mha"]
-    for context, batch, name in itertools.product((32768, 4096, 131072), (1, 8), order):
+    rows, printed = [], None
+    for context, batch, name in rows_wanted:
         if elapsed() > budget_s:
             say("  table stopped: time budget")
             break
-        geom = parse_geometry(MODELS[name])
+        geom = geometry(name)
         shape = attention_shape(geom, batch, context)
-        # repeat_kv materialises G copies: skip it where that would exceed ~40 GB.
-        peers = shape.batch * shape.context * shape.num_heads * shape.head_dim * 2 * 2 < 40e9
-        try:
-            case = measure(shape, "bf16", device, geometry=geom, peers=peers, repeats=repeats)
+        try:  # peers that would not fit in memory (repeat_kv's G copies) are reported as not run
+            case = measure(shape, "bf16", device, geometry=geom, repeats=repeats)
         except Exception as exc:
             say(f"  {name} {shape.label()}: {type(exc).__name__}: {str(exc)[:200]}")
             continue
-        if not printed:
+        if printed != shape.kernel:
             print(header(case), flush=True)
-            printed = True
+            printed = shape.kernel
         print(text_row(name, case), flush=True)
         for peer, error in case.peer_errors.items():
             print(f"    {peer} did not run: {error[:200]}", flush=True)
@@ -175,7 +189,31 @@ def table(device, budget_s: float, repeats: int) -> list:
     return rows
 
 
+def mla_floor(rows) -> None:
+    """The best MLA rate at batch >= 64 against 60% of FlashMLA's published compute-bound rate."""
+    best = max(((case.flops_per_s, name, case) for name, case in rows
+                if case.shape.latent and case.shape.batch >= 64), default=None, key=lambda t: t[0])
+    if best is None:
+        say("  (no MLA rows at batch >= 64 ran)")
+        return
+    rate, name, case = best
+    from observatory.hardware import match_device
+    import torch
+
+    catalog = match_device(torch.cuda.get_device_name())
+    peak = catalog.bf16_dense_flops / 1e12 if catalog and catalog.bf16_dense_flops else H800_BF16_TFLOPS
+    for anchor in FLASH_MLA_TFLOPS:
+        floor = MLA_FLOOR * anchor * peak / H800_BF16_TFLOPS
+        say(f"  {'PASS' if rate / 1e12 >= floor else 'FAIL'} MLA {name} {case.shape.label()}: {rate / 1e12:.0f} TFLOPS "
+            f"vs {MLA_FLOOR:.0%} of FlashMLA's {anchor:.0f} TFLOPS on H800, scaled to this device's "
+            f"{peak:.0f} TFLOPS peak: floor {floor:.0f} TFLOPS ({case.fraction_of_matmul or 0:.0%} of the measured matmul)")
+    if "flash_mla" in case.peers:
+        say(f"  FlashMLA on the same shape: {case.shape.flops / case.peers['flash_mla'].median_s / 1e12:.0f} TFLOPS "
+            f"({case.speedups['flash_mla']:.2f}x our time)")
+
+
 def floors(rows) -> None:
+    mla_floor(rows)
     for name, case in rows:
         s = case.shape
         if (name, s.context) != ("llama-3-8b", 32768):
@@ -239,8 +277,10 @@ def main(argv=None) -> int:
                 traceback.print_exc()
     say(f"3. comparison table (bf16, median of {args.repeats}; launch {triton_decode.LAUNCH or 'defaults'}, "
         f"{triton_decode.PROGRAMS_PER_SM} programs per SM)")
-    rows = table(device, budget_s=args.budget, repeats=args.repeats)
-    say("4. floors")
+    rows = table(device, budget_s=args.budget * 0.8, repeats=args.repeats)
+    say("4. MLA rows (bf16)")
+    rows += table(device, budget_s=args.budget, repeats=args.repeats, rows_wanted=MLA_ROWS)
+    say("5. floors")
     floors(rows)
     say("done")
     return 0 if correct else 1

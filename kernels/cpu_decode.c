@@ -1,5 +1,7 @@
 /* Grouped decode attention on the CPU, in the FlashAttention cache layout (kernels/cpu_decode.py
-   builds and calls it; kernels/reference.py is the definition it is tested against).
+   builds and calls it; kernels/reference.py is the definition it is tested against). It serves GQA
+   (K heads of keys and values, head dim d) and absorbed MLA (one shared latent "head" whose rows are
+   keys of DK = kv_lora_rank + rope elements and, in their first DV = kv_lora_rank elements, values).
 
    Why C and not PyTorch ops: in the layout (…, token, K heads, d) one cached token is one
    contiguous row of all K heads. Any head-by-head pass (PyTorch's CPU attention kernels, SDPA,
@@ -7,13 +9,17 @@
    prefetchers stream badly; and those kernels are not built for G query rows. Here a work item is
    one slice of one sequence's tokens; it reads each K row and each V row once, front to back, and
    serves all K heads and all G query heads of each from that one read, with register tiles so the
-   arithmetic keeps up with memory.
+   arithmetic keeps up with memory. With MLA, G = H (16 to 128) query rows share each latent row, so
+   decode does about 2H FLOPs per cached element and is compute-bound on a CPU: for groups of 32 and
+   more the query block is transposed once per work item, and q·k runs as outer products (32 query
+   rows × 8 tokens of accumulators, one broadcast key element per 2 FMAs, no horizontal sums),
+   which is what keeps the FMA units fed.
 
    Math, per query head h (KV head h / G), over the tokens of one slice in blocks of T:
-       s_t   = scale · q_h · k_t                              scores of the block
+       s_t   = scale · q_h · k_t                     (DK-wide)   scores of the block
        m'    = max(m, max_t s_t),   α = exp(m − m')             running max and rescale factor
        l     = α·l + Σ_t exp(s_t − m')
-       acc   = α·acc + Σ_t exp(s_t − m') · v_t
+       acc   = α·acc + Σ_t exp(s_t − m') · v_t       (DV-wide; MLA: v_t = k_t[0 : DV])
    and at the end of the slice o = acc / l, lse = m + log l. The slices of one sequence are merged
    by their lse in Python (kernels/torch_decode.merge), as Flash-Decoding does on a GPU.
 
@@ -26,7 +32,7 @@
 #include <string.h>
 
 enum { F32 = 0, F16 = 1, BF16 = 2 };
-#define T 32          /* tokens per block: scores of a block stay in L1 */
+#define T 32          /* tokens per block: the block's scores stay in L1, its rows in L2 */
 #define W 16          /* floats per vector; T is a multiple */
 #define NEG -1e30f
 
@@ -71,9 +77,10 @@ INLINE v16 reduce16(v16 *x) {
 
 /* Scores of GT query rows (qs, float32, row stride D) against NT = 16 / GT key rows (element offsets
    rows[u] + off): each key vector is loaded once for the GT rows, each query vector once for the NT
-   tokens, and the 16 accumulators are independent, so the FMAs do not wait on each other. */
+   tokens, and the 16 accumulators are independent, so the FMAs do not wait on each other. Scores are
+   stored token-major, sc[u·H + g]. */
 INLINE void qk_tile(int dt, int GT, const float *qs, int D, const void *k, const long *rows, long off,
-                    float *sc) {
+                    float *sc, int H) {
     const int NT = W / GT;
     v16 a[W];
     for (int i = 0; i < W; i++) a[i] = (v16){0};
@@ -87,21 +94,45 @@ INLINE void qk_tile(int dt, int GT, const float *qs, int D, const void *k, const
     }
     v16 s = reduce16(a);
     for (int g = 0; g < GT; g++)
-        for (int u = 0; u < NT; u++) sc[g * T + u] = s[g * NT + u];
+        for (int u = 0; u < NT; u++) sc[u * H + g] = s[g * NT + u];
 }
 
-/* acc[g][e0 : e0 + NV·W] += Σ_j p[g][j] · v_j[e0 : …] for GT query rows: the accumulators live in
-   registers across the block's tokens, and each V vector is loaded once for the GT rows. */
-INLINE void pv_tile(int dt, int GT, int NV, const float *p, float *acc, int D, int e0,
+/* The same scores for 32 query rows of a group of 32 or more (MLA's 32 to 128 heads) against NQ = 8
+   key rows, from the query block transposed (qt[e·G + g], made once per work item): each key element
+   is broadcast once for 32 rows (2 FMAs per load instead of the 1.6 above), the 16 accumulators are
+   score vectors over heads, and nothing needs a horizontal sum. */
+#define NQ 8
+INLINE void qkt_tile(int dt, const float *qt, int G, int D, const void *k, const long *rows, long off, float *sc,
+                     int H) {
+    v16 a[2][NQ];
+    for (int u = 0; u < NQ; u++) a[0][u] = a[1][u] = (v16){0};
+    for (int e = 0; e < D; e++) {
+        const v16 q0 = *(const v16 *)(qt + (long)e * G), q1 = *(const v16 *)(qt + (long)e * G + W);
+        for (int u = 0; u < NQ; u++) {
+            const float x = load1(dt, k, rows[u] + off + e);
+            a[0][u] += q0 * x;
+            a[1][u] += q1 * x;
+        }
+    }
+    for (int u = 0; u < NQ; u++) {
+        *(v16 *)(sc + u * H) = a[0][u];
+        *(v16 *)(sc + u * H + W) = a[1][u];
+    }
+}
+
+/* acc[g][e0 : e0 + NV·W] = α_g·acc[g][…] + Σ_j p[j·H + g] · v_j[e0 : …] for GT query rows: the accumulators
+   live in registers across the block's tokens (the running-max rescale α is applied as they are
+   loaded, so acc is never swept separately), and each V vector is loaded once for the GT rows. */
+INLINE void pv_tile(int dt, int GT, int NV, const float *p, int H, const float *alpha, float *acc, int D, int e0,
                     const void *v, const long *rows, int n) {
     v16 r[4][4];
     for (int g = 0; g < GT; g++)
-        for (int c = 0; c < NV; c++) r[g][c] = *(v16 *)(acc + g * D + e0 + c * W);
+        for (int c = 0; c < NV; c++) r[g][c] = *(v16 *)(acc + g * D + e0 + c * W) * alpha[g];
     for (int j = 0; j < n; j++) {
         v16 x[4];
         for (int c = 0; c < NV; c++) x[c] = load(dt, v, rows[j] + e0 + c * W);
         for (int g = 0; g < GT; g++) {
-            float pj = p[g * T + j];
+            float pj = p[j * H + g];
             for (int c = 0; c < NV; c++) r[g][c] += pj * x[c];
         }
     }
@@ -110,25 +141,35 @@ INLINE void pv_tile(int dt, int GT, int NV, const float *p, float *acc, int D, i
 }
 
 /* Constant tile sizes, so each call above compiles to straight-line register code. */
-INLINE void qk_dispatch(int dt, int GT, const float *qs, int D, const void *k, const long *rows, long off, float *sc) {
-    if (GT == 4) qk_tile(dt, 4, qs, D, k, rows, off, sc);
-    else if (GT == 2) qk_tile(dt, 2, qs, D, k, rows, off, sc);
-    else qk_tile(dt, 1, qs, D, k, rows, off, sc);
+INLINE void qk_dispatch(int dt, int GT, const float *qs, int D, const void *k, const long *rows, long off, float *sc,
+                        int H) {
+    if (GT == 4) qk_tile(dt, 4, qs, D, k, rows, off, sc, H);
+    else if (GT == 2) qk_tile(dt, 2, qs, D, k, rows, off, sc, H);
+    else qk_tile(dt, 1, qs, D, k, rows, off, sc, H);
 }
 
-INLINE void pv_dispatch(int dt, int GT, const float *p, float *acc, int D, const void *v, const long *rows,
-                        int n) {
+INLINE void pv_dispatch(int dt, int GT, const float *p, int H, const float *alpha, float *acc, int D, const void *v,
+                        const long *rows, int n) {
     int e0 = 0;
     for (; e0 + 4 * W <= D; e0 += 4 * W) {
-        if (GT == 4) pv_tile(dt, 4, 4, p, acc, D, e0, v, rows, n);
-        else if (GT == 2) pv_tile(dt, 2, 4, p, acc, D, e0, v, rows, n);
-        else pv_tile(dt, 1, 4, p, acc, D, e0, v, rows, n);
+        if (GT == 4) pv_tile(dt, 4, 4, p, H, alpha, acc, D, e0, v, rows, n);
+        else if (GT == 2) pv_tile(dt, 2, 4, p, H, alpha, acc, D, e0, v, rows, n);
+        else pv_tile(dt, 1, 4, p, H, alpha, acc, D, e0, v, rows, n);
     }
     for (; e0 < D; e0 += W) {
-        if (GT == 4) pv_tile(dt, 4, 1, p, acc, D, e0, v, rows, n);
-        else if (GT == 2) pv_tile(dt, 2, 1, p, acc, D, e0, v, rows, n);
-        else pv_tile(dt, 1, 1, p, acc, D, e0, v, rows, n);
+        if (GT == 4) pv_tile(dt, 4, 1, p, H, alpha, acc, D, e0, v, rows, n);
+        else if (GT == 2) pv_tile(dt, 2, 1, p, H, alpha, acc, D, e0, v, rows, n);
+        else pv_tile(dt, 1, 1, p, H, alpha, acc, D, e0, v, rows, n);
     }
+}
+
+/* Scores of one KV head's G query rows (G a multiple of 32) against the block's n key rows: each tile
+   of 32 transposed query rows (72 KB at DK = 576, in L2) scores the whole block before the next, so
+   the query block is read once per block and the block's rows (in L2) once per tile. */
+INLINE void qkt_dispatch(int dt, const float *qt, int G, int D, const void *k, const long *rows, long off, int n,
+                         float *sc, int H) {
+    for (int g = 0; g < G; g += 2 * W)
+        for (int j = 0; j < n; j += NQ) qkt_tile(dt, qt + g, G, D, k, rows + j, off, sc + j * H + g, H);
 }
 
 typedef struct {
@@ -139,22 +180,39 @@ typedef struct {
     long table_width;
     int block_size;                       /* tokens per page (a contiguous cache: its max_seqlen) */
     const int *lengths;
-    int splits, K, G, D;
+    int splits, K, G, DK, DV;             /* key and value widths may differ (MLA: 576 and 512) */
     float scale;
 } Problem;
 
-/* One work item: tokens [t0, t1) of sequence b, all heads; writes H rows of out and lse. */
+/* Query rows per tile: the widest of 4, 2, 1 that divides the group. */
+INLINE int group_tile(int G) { return G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1; }
+
+/* One work item: tokens [t0, t1) of sequence b, all heads; writes H rows of out (width DV) and lse.
+   Per block of T tokens, the scores of every query row against the block come first (token-major,
+   sc[t·H + h], so the softmax below runs across heads in whole vectors), then every head tile
+   accumulates p·v. Query tiles stay in L1 while the block's rows stream past them; a block's rows
+   (T·DK elements, in L2) are fetched from memory once, whatever H is: with MLA's shared latent the
+   value rows are the first DV elements of those same key rows. */
 INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, float *out, float *lse) {
-    const int K = P->K, G = P->G, D = P->D, H = K * G;
-    const int GT = G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1;
-    float *qs = ws, *acc = qs + (long)H * D, *sc = acc + (long)H * D, *m = sc + (long)H * T, *l = m + H;
+    const int K = P->K, G = P->G, DK = P->DK, DV = P->DV, H = K * G, GT = group_tile(G), NT = W / GT;
+    const int wide = G % (2 * W) == 0;  /* transposed-query tiles: groups of 32 and more (MLA) */
+    float *qs = ws, *acc = qs + (long)H * DK, *sc = acc + (long)H * DV, *m = sc + (long)H * (T + W), *l = m + H;
+    float *alpha = l + H, *top = alpha + H;
     long krow[T + W], vrow[T];
+    for (int kh = 0; kh < K; kh++)
+        for (int g = 0; g < G; g++) {
+            const int h = kh * G + g;
+            for (int e = 0; e < DK; e++) {
+                const float x = load1(dt, P->q, b * P->q_batch + h * P->q_head + e) * P->scale;
+                if (wide) qs[((long)kh * DK + e) * G + g] = x;  /* qt: one KV head's rows, transposed */
+                else qs[(long)h * DK + e] = x;
+            }
+        }
     for (int h = 0; h < H; h++) {
-        for (int e = 0; e < D; e++) qs[h * D + e] = load1(dt, P->q, b * P->q_batch + h * P->q_head + e) * P->scale;
         m[h] = NEG;
         l[h] = 0;
     }
-    memset(acc, 0, sizeof(float) * H * D);
+    memset(acc, 0, sizeof(float) * H * DV);
     const int *pages = P->table + b * P->table_width;
     for (int tb = t0; tb < t1; tb += T) {
         const int n = t1 - tb < T ? t1 - tb : T;
@@ -164,41 +222,48 @@ INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, f
             vrow[j] = page * P->v_page + slot * P->v_row;
         }
         for (int j = n; j < n + W; j++) krow[j] = krow[n - 1];  /* pad the last tile by repeating a row */
-        const int NT = W / GT;
-        for (int j = 0; j < n; j += NT)
+        if (wide)
             for (int kh = 0; kh < K; kh++)
-                for (int g = 0; g < G; g += GT)
-                    qk_dispatch(dt, GT, qs + (kh * G + g) * D, D, P->k, krow + j, kh * P->k_head,
-                                sc + (kh * G + g) * T + j);
+                qkt_dispatch(dt, qs + (long)kh * DK * G, G, DK, P->k, krow, kh * P->k_head, n, sc + kh * G, H);
+        else  /* token groups outermost: a row's K heads are read together, in address order */
+            for (int j = 0; j < n; j += NT)
+                for (int kh = 0; kh < K; kh++)
+                    for (int g = 0; g < G; g += GT)
+                        qk_dispatch(dt, GT, qs + (long)(kh * G + g) * DK, DK, P->k, krow + j, kh * P->k_head,
+                                    sc + j * H + kh * G + g, H);
+        /* Online softmax, vectorised across heads: running max, rescale factor, weights, running sum. */
+        for (int h = 0; h < H; h++) top[h] = m[h];
+        for (int j = 0; j < n; j++)
+            for (int h = 0; h < H; h++) top[h] = sc[j * H + h] > top[h] ? sc[j * H + h] : top[h];
         for (int h = 0; h < H; h++) {
-            float *s = sc + h * T, top = m[h], total = 0;
-            for (int j = 0; j < n; j++) top = s[j] > top ? s[j] : top;
-            const float alpha = expf(m[h] - top);
-            for (int j = 0; j < n; j++) {
-                s[j] = expf(s[j] - top);
-                total += s[j];
-            }
-            m[h] = top;
-            l[h] = l[h] * alpha + total;
-            for (int e = 0; e < D; e++) acc[h * D + e] *= alpha;
+            alpha[h] = expf(m[h] - top[h]);
+            l[h] *= alpha[h];
+            m[h] = top[h];
         }
+        for (int j = 0; j < n; j++)
+            for (int h = 0; h < H; h++) {
+                const float p = expf(sc[j * H + h] - top[h]);
+                sc[j * H + h] = p;
+                l[h] += p;
+            }
         for (int kh = 0; kh < K; kh++) {
             long rows[T];
             for (int j = 0; j < n; j++) rows[j] = vrow[j] + kh * P->v_head;
             for (int g = 0; g < G; g += GT)
-                pv_dispatch(dt, GT, sc + (kh * G + g) * T, acc + (kh * G + g) * D, D, P->v, rows, n);
+                pv_dispatch(dt, GT, sc + kh * G + g, H, alpha + kh * G + g, acc + (long)(kh * G + g) * DV, DV, P->v,
+                            rows, n);
         }
     }
     for (int h = 0; h < H; h++) {
         const float inv = l[h] > 0 ? 1 / l[h] : 0;
-        for (int e = 0; e < D; e++) out[h * D + e] = acc[h * D + e] * inv;
+        for (int e = 0; e < DV; e++) out[h * DV + e] = acc[h * DV + e] * inv;
         lse[h] = l[h] > 0 ? m[h] + logf(l[h]) : NEG;
     }
 }
 
 INLINE int run(int dt, const Problem *P, int batch, int threads, float *out_part, float *lse_part) {
     const int H = P->K * P->G, S = P->splits;
-    const size_t ws_floats = (size_t)H * (2 * P->D + T + 2);
+    const size_t ws_floats = (size_t)H * (P->DK + P->DV + T + W + 4);
     int failed = 0;
 #pragma omp parallel num_threads(threads)
     {
@@ -213,23 +278,23 @@ INLINE int run(int dt, const Problem *P, int batch, int threads, float *out_part
             const int b = item / S, s = item % S, L = P->lengths[b];
             const int per = ((L + S - 1) / S + T - 1) / T * T;  /* whole blocks, except the last */
             const int t0 = s * per < L ? s * per : L, t1 = t0 + per < L ? t0 + per : L;
-            attend(dt, P, b, t0, t1, ws, out_part + item * H * P->D, lse_part + item * H);
+            attend(dt, P, b, t0, t1, ws, out_part + item * H * P->DV, lse_part + item * H);
         }
         free(ws);
     }
     return failed ? -1 : 0;
 }
 
-/* Exported: one call per decode step. out_part (batch, splits, H, D) and lse_part (batch, splits, H)
+/* Exported: one call per decode step. out_part (batch, splits, H, DV) and lse_part (batch, splits, H)
    are float32 and contiguous. Returns 0, or -1 when a thread could not allocate its workspace. */
 int gqa_decode_cpu(int dtype, const void *q, long q_batch, long q_head,
                    const void *k, long k_page, long k_row, long k_head,
                    const void *v, long v_page, long v_row, long v_head,
                    const int *table, long table_width, int block_size, const int *lengths,
-                   int batch, int splits, int K, int G, int D, float scale, int threads,
+                   int batch, int splits, int K, int G, int DK, int DV, float scale, int threads,
                    float *out_part, float *lse_part) {
     const Problem P = {q, k, v, q_batch, q_head, k_page, k_row, k_head, v_page, v_row, v_head,
-                       table, table_width, block_size, lengths, splits, K, G, D, scale};
+                       table, table_width, block_size, lengths, splits, K, G, DK, DV, scale};
     if (dtype == F32) return run(F32, &P, batch, threads, out_part, lse_part);
     if (dtype == F16) return run(F16, &P, batch, threads, out_part, lse_part);
     return run(BF16, &P, batch, threads, out_part, lse_part);

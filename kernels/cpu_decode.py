@@ -128,7 +128,7 @@ def load(path: Path) -> ctypes.CDLL:
     p, i, long, f = ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_float
     fn.argtypes = [i, p, long, long, p, long, long, long, p, long, long, long,  # dtype, q, k, v
                    p, long, i, p,  # table, table_width, block_size, lengths
-                   i, i, i, i, i, f, i, p, p]  # batch, splits, K, G, D, scale, threads, out, lse
+                   i, i, i, i, i, i, f, i, p, p]  # batch, splits, K, G, DK, DV, scale, threads, out, lse
     fn.restype = ctypes.c_int
     return lib
 
@@ -150,14 +150,15 @@ def unavailable_reason() -> str | None:
     return _library()[1]
 
 
-def unsupported(device: torch.device, dtype: torch.dtype, head_dim: int) -> str | None:
+def unsupported(device: torch.device, dtype: torch.dtype, head_dim: int, head_dim_v: int | None = None) -> str | None:
     """Why these inputs need another implementation (None when the C kernel takes them)."""
     if device.type != "cpu":
         return f"the C kernel runs on the CPU, not {device.type}"
     if dtype not in DTYPE_CODES:
         return f"the C kernel does not take {dtype}"
-    if head_dim % VECTOR:
-        return f"the C kernel needs head_dim a multiple of {VECTOR}, got {head_dim}"
+    for name, width in (("head_dim", head_dim), ("the value head_dim", head_dim_v)):
+        if width is not None and width % VECTOR:
+            return f"the C kernel needs {name} a multiple of {VECTOR}, got {width}"
     return unavailable_reason()
 
 
@@ -178,7 +179,7 @@ def gqa_decode_cpu(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape
     lib, reason = _library()
     if lib is None:
         raise BuildError(reason)
-    b, H, d = shape.batch, shape.num_heads, shape.head_dim
+    b, H = shape.batch, shape.num_heads
     lengths = cache_seqlens.contiguous()
     if block_table is None:  # a contiguous cache is a paged one with one page per sequence
         table = torch.arange(b, dtype=torch.int32).view(b, 1)
@@ -186,13 +187,13 @@ def gqa_decode_cpu(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape
         table = block_table.contiguous()
     threads = torch.get_num_threads()
     splits = splits or splits_for(b, int(lengths.max()), threads)
-    out_part = torch.empty(b, splits, H, d, dtype=torch.float32)
+    out_part = torch.empty(b, splits, H, shape.head_dim_v, dtype=torch.float32)
     lse_part = torch.empty(b, splits, H, dtype=torch.float32)
     status = lib.gqa_decode_cpu(
         DTYPE_CODES[q.dtype], q.data_ptr(), q.stride(0), q.stride(1),
         k_cache.data_ptr(), *k_cache.stride()[:3], v_cache.data_ptr(), *v_cache.stride()[:3],
         table.data_ptr(), table.stride(0), k_cache.shape[1], lengths.data_ptr(),
-        b, splits, shape.num_kv_heads, shape.group_size, d, scale, threads,
+        b, splits, shape.num_kv_heads, shape.group_size, shape.head_dim, shape.head_dim_v, scale, threads,
         out_part.data_ptr(), lse_part.data_ptr())
     if status != 0:
         raise MemoryError("the C decode kernel could not allocate its per-thread workspace")

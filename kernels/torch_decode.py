@@ -17,8 +17,9 @@ Two ideas, both borrowed from the GPU kernels:
    ``batch × K`` is small.
 
 The per-chunk attention is PyTorch's fused CPU flash-attention kernel, which also returns the
-log-sum-exp the merge needs; elsewhere (a CUDA device without Triton, say) a float32 matmul
-does the same job. Partials are merged in float32:
+log-sum-exp the merge needs; where it cannot serve (a CUDA device without Triton, value heads
+narrower than key heads, as in MLA) a float32 matmul does the same job. Partials are merged in
+float32:
 
     lse = log Σ_s exp(lse_s)          out = Σ_s exp(lse_s − lse) · out_s
 """
@@ -30,18 +31,24 @@ import itertools
 import torch
 
 CHUNK_BYTES = 1 << 20  # ~1 MiB of K (and of V) per chunk: fits a core's L2 (2 MiB here) with room to spare
+# Where chunks run as plain matmuls (values narrower than keys: MLA's latent), the GEMMs want long
+# chunks far more than L2 locality: 256-token chunks of a 576-wide latent ran 4x slower than 4096.
+MATMUL_CHUNK_BYTES = 16 << 20
 MIN_CHUNK_TOKENS = 256  # shorter chunks cost more per call than locality saves
 _cpu_flash = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 
 
-def gqa_decode_torch(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, out, chunk=None):
+def gqa_decode_torch(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, out, chunk=None,
+                     shared_kv=False):
     """Write the attention output into ``out`` and return the log-sum-exp ``(batch, H)`` float32.
 
     Inputs are already checked by ``kernels.api.check_inputs``. ``chunk`` overrides the tokens per
-    chunk (tests use small ones to exercise the merge on short sequences).
+    chunk (tests use small ones to exercise the merge on short sequences). ``shared_kv``: the values
+    are the leading elements of the key rows (MLA), so a paged cache is gathered once, not twice.
     """
     b, K, G, d = shape.batch, shape.num_kv_heads, shape.group_size, shape.head_dim
-    chunk = chunk or chunk_tokens(K, d, q.element_size())
+    budget = CHUNK_BYTES if shape.head_dim_v == d else MATMUL_CHUNK_BYTES
+    chunk = chunk or chunk_tokens(K, d, q.element_size(), budget)
     lse = torch.empty(b, shape.num_heads, dtype=torch.float32, device=q.device)
     q_grouped = q.view(b, K, G, d)
     lengths = cache_seqlens.tolist()
@@ -53,31 +60,35 @@ def gqa_decode_torch(q, k_cache, v_cache, cache_seqlens, block_table, scale, sha
             out[start:stop] = 0
             lse[start:stop] = float("-inf")
         else:
-            keys, values = _cached(k_cache, v_cache, block_table, start, stop, length)
+            keys, values = _cached(k_cache, v_cache, block_table, start, stop, length, shared_kv)
             o, l = _attend(q_grouped[start:stop], keys, values, scale, chunk)
-            out[start:stop] = o.reshape(stop - start, shape.num_heads, d)
+            out[start:stop] = o.reshape(stop - start, shape.num_heads, shape.head_dim_v)
             lse[start:stop] = l.reshape(stop - start, shape.num_heads)
         start = stop
     return lse
 
 
-def chunk_tokens(num_kv_heads: int, head_dim: int, element_size: int) -> int:
-    """Tokens per chunk: a power of two near CHUNK_BYTES of one cache, at least MIN_CHUNK_TOKENS."""
-    tokens = CHUNK_BYTES // (num_kv_heads * head_dim * element_size)
+def chunk_tokens(num_kv_heads: int, head_dim: int, element_size: int, budget: int = CHUNK_BYTES) -> int:
+    """Tokens per chunk: a power of two near ``budget`` bytes of one cache, at least MIN_CHUNK_TOKENS."""
+    tokens = budget // (num_kv_heads * head_dim * element_size)
     return max(MIN_CHUNK_TOKENS, 1 << max(tokens, 1).bit_length() - 1)
 
 
-def _cached(k_cache, v_cache, block_table, start, stop, length):
+def _cached(k_cache, v_cache, block_table, start, stop, length, shared_kv=False):
     """The first ``length`` tokens of sequences ``start:stop`` as ``(n, length, K, d)`` caches.
 
     Contiguous caches are sliced (a view). Paged caches are gathered: one copy of the blocks in
-    use, never repeated over the group; the Triton kernel reads pages in place instead.
+    use, never repeated over the group (with ``shared_kv``, one copy for keys and values both); the
+    Triton and C kernels read pages in place instead.
     """
     if block_table is None:
         return k_cache[start:stop, :length], v_cache[start:stop, :length]
     block_size = k_cache.shape[1]
     blocks = block_table[start:stop, : -(-length // block_size)].long()
-    return k_cache[blocks].flatten(1, 2)[:, :length], v_cache[blocks].flatten(1, 2)[:, :length]
+    keys = k_cache[blocks].flatten(1, 2)[:, :length]
+    if shared_kv:
+        return keys, keys[..., : v_cache.shape[-1]]
+    return keys, v_cache[blocks].flatten(1, 2)[:, :length]
 
 
 def _attend(q, keys, values, scale, chunk):
@@ -88,7 +99,7 @@ def _attend(q, keys, values, scale, chunk):
         chunk = min(chunk, max(MIN_CHUNK_TOKENS, length // (2 * threads)))
     if length < 2 * chunk:
         return _block_attention(q, keys.transpose(1, 2), values.transpose(1, 2), scale)
-    out = torch.empty_like(q)
+    out = q.new_empty(*q.shape[:-1], values.shape[-1])
     lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
     full = length // chunk * chunk
     for i in range(n):  # chunks of one sequence share a stride only within that sequence
@@ -104,9 +115,8 @@ def _attend(q, keys, values, scale, chunk):
 def _chunked(q, keys, values, scale, chunk):
     """One sequence, ``len(keys)`` a multiple of ``chunk``: one call with the chunks as the batch."""
     splits = keys.shape[0] // chunk
-    K, G, d = q.shape
     as_batch = lambda cache: cache.unflatten(0, (splits, chunk)).transpose(1, 2)  # (S, K, chunk, d) view
-    return _block_attention(q.expand(splits, K, G, d), as_batch(keys), as_batch(values), scale)
+    return _block_attention(q.expand(splits, *q.shape), as_batch(keys), as_batch(values), scale)
 
 
 def merge(out, lse):
@@ -117,8 +127,9 @@ def merge(out, lse):
 
 
 def _block_attention(q, keys, values, scale):
-    """q ``(B, K, G, d)``, keys/values ``(B, K, L, d)`` (any strides) → out, lse ``(B, K, G)`` float32."""
-    if _cpu_flash is not None and q.device.type == "cpu":
+    """q ``(B, K, G, d)``, keys ``(B, K, L, d)``, values ``(B, K, L, d_v)`` (any strides) → out
+    ``(B, K, G, d_v)``, lse ``(B, K, G)`` float32."""
+    if _cpu_flash is not None and q.device.type == "cpu" and keys.shape[-1] == values.shape[-1]:
         out, lse = _cpu_flash(q, keys, values, scale=scale)
         return out, lse.float()
     return matmul_attention(q, keys, values, scale)

@@ -36,6 +36,11 @@ FlashAttention Triton kernels: ``exp(x) = exp2(x·log2 e)``)::
 Accumulation is float32 whatever the input dtype (fp16/bf16/fp32); ``p`` is cast to the input
 dtype for the second product, as FlashAttention does. Lanes past a sequence's length are masked
 out of the loads, so whatever the cache holds there (even NaN) never reaches the result.
+
+Keys wider than values (absorbed MLA: 576 = 512 + 64; DeepSeek's MHA: 192 = 128 + 64) are scored
+in two products, ``Q[:, :d_v]·K[:, :d_v]ᵀ + Q[:, d_v:]·K[:, d_v:]ᵀ``, so neither pads to the next
+power of two (576 would pad to 1024), as SGLang's grouped kernel splits 512 + 64. With MLA
+(``SHARED_KV``) the value tile *is* the first key tile: each latent row is loaded once.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from triton.runtime.interpreter import InterpretedFunction
 
 LOG2E = 1.4426950408889634
 MAX_BLOCK_G = 64  # larger groups (G > 64) are served by several programs per KV head
+MAX_ACC_ELEMENTS = 64 * 128  # BLOCK_G × BLOCK_DV float32 accumulators per program (MLA: 16 heads × 512)
 MIN_SPLIT_TOKENS = 256  # a split shorter than this costs more in stage 2 than it gains in parallelism
 PROGRAMS_PER_SM = 2  # split until batch × KV heads × splits reaches this many programs per SM
 # Launch settings used when a call does not pass its own: {"block_n", "num_warps", "num_stages"}.
@@ -67,10 +73,13 @@ def _split_kv_stage1(
     stride_bt,
     stride_mob, stride_moh, stride_mos,
     stride_mlb, stride_mlh,
-    GROUP: tl.constexpr, G_SLICES: tl.constexpr, HEAD_DIM: tl.constexpr,
-    BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
-    PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr, IEEE_FP32: tl.constexpr,
+    GROUP: tl.constexpr, G_SLICES: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
+    D_MAIN: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DT: tl.constexpr, BLOCK_DV: tl.constexpr,
+    BLOCK_N: tl.constexpr, PAGED: tl.constexpr, PAGE_SIZE: tl.constexpr, SHARED_KV: tl.constexpr,
+    IEEE_FP32: tl.constexpr,
 ):
+    # Keys are scored in a main part of D_MAIN elements and, when they are wider than the values, a
+    # tail of the remaining HEAD_DIM - D_MAIN (BLOCK_DT > 0 only then).
     seq = tl.program_id(0).to(tl.int64)
     kv_head = tl.program_id(1) // G_SLICES
     g_start = (tl.program_id(1) % G_SLICES) * BLOCK_G
@@ -78,20 +87,26 @@ def _split_kv_stage1(
 
     offs_g = g_start + tl.arange(0, BLOCK_G)
     offs_d = tl.arange(0, BLOCK_D)
+    offs_v = tl.arange(0, BLOCK_DV)
     offs_n = tl.arange(0, BLOCK_N)
     g_mask = offs_g < GROUP
-    d_mask = offs_d < HEAD_DIM
+    d_mask = offs_d < D_MAIN
+    v_mask = offs_v < HEAD_DIM_V
     heads = kv_head * GROUP + offs_g
 
     length = tl.load(Seqlens + seq)
     start = split * split_len
     end = tl.minimum(start + split_len, length)
 
-    q = tl.load(Q + seq * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
-                mask=g_mask[:, None] & d_mask[None, :], other=0.0)
+    q_rows = Q + seq * stride_qb + heads[:, None] * stride_qh
+    q = tl.load(q_rows + offs_d[None, :], mask=g_mask[:, None] & d_mask[None, :], other=0.0)
+    if BLOCK_DT > 0:
+        offs_t = tl.arange(0, BLOCK_DT)
+        t_mask = offs_t < HEAD_DIM - D_MAIN
+        q_tail = tl.load(q_rows + D_MAIN + offs_t[None, :], mask=g_mask[:, None] & t_mask[None, :], other=0.0)
     m_i = tl.full([BLOCK_G], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_G], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_G, BLOCK_D], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_G, BLOCK_DV], dtype=tl.float32)
 
     for tile in range(start, end, BLOCK_N):
         tokens = tile + offs_n
@@ -103,18 +118,28 @@ def _split_kv_stage1(
         else:
             k_rows = seq * stride_kb + tokens.to(tl.int64) * stride_kt
             v_rows = seq * stride_vb + tokens.to(tl.int64) * stride_vt
-        kv_mask = n_mask[:, None] & d_mask[None, :]
-        k = tl.load(K_cache + k_rows[:, None] + kv_head * stride_kh + offs_d[None, :], mask=kv_mask, other=0.0)
+        k_base = K_cache + k_rows[:, None] + kv_head * stride_kh
+        k = tl.load(k_base + offs_d[None, :], mask=n_mask[:, None] & d_mask[None, :], other=0.0)
         if IEEE_FP32:
             s = tl.dot(q, tl.trans(k), input_precision="ieee")
         else:
             s = tl.dot(q, tl.trans(k))
+        if BLOCK_DT > 0:
+            k_tail = tl.load(k_base + D_MAIN + offs_t[None, :], mask=n_mask[:, None] & t_mask[None, :], other=0.0)
+            if IEEE_FP32:
+                s += tl.dot(q_tail, tl.trans(k_tail), input_precision="ieee")
+            else:
+                s += tl.dot(q_tail, tl.trans(k_tail))
         s = tl.where(n_mask[None, :], s * scale_log2, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(V_cache + v_rows[:, None] + kv_head * stride_vh + offs_d[None, :], mask=kv_mask, other=0.0)
+        if SHARED_KV:
+            v = k  # MLA: the values are the first HEAD_DIM_V (= D_MAIN) elements of the rows just loaded
+        else:
+            v = tl.load(V_cache + v_rows[:, None] + kv_head * stride_vh + offs_v[None, :],
+                        mask=n_mask[:, None] & v_mask[None, :], other=0.0)
         if IEEE_FP32:
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
         else:
@@ -124,8 +149,8 @@ def _split_kv_stage1(
     nonempty = l_i > 0
     out = acc / tl.where(nonempty, l_i, 1.0)[:, None]
     lse = tl.where(nonempty, m_i + tl.log2(tl.where(nonempty, l_i, 1.0)), float("-inf"))
-    tl.store(Mid_O + seq * stride_mob + heads[:, None] * stride_moh + split * stride_mos + offs_d[None, :],
-             out, mask=g_mask[:, None] & d_mask[None, :])
+    tl.store(Mid_O + seq * stride_mob + heads[:, None] * stride_moh + split * stride_mos + offs_v[None, :],
+             out, mask=g_mask[:, None] & v_mask[None, :])
     tl.store(Mid_LSE + seq * stride_mlb + heads * stride_mlh + split, lse, mask=g_mask)
 
 
@@ -185,10 +210,11 @@ def choose_splits(batch: int, programs_per_sequence: int, capacity: int, sm_coun
 
 
 def gqa_decode_triton(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, out, *, num_splits=None,
-                      block_n=None, num_warps=None, num_stages=None):
+                      block_n=None, num_warps=None, num_stages=None, shared_kv=False):
     """Write the attention output into ``out`` and return the log-sum-exp ``(batch, H)`` float32.
 
-    Inputs are already checked by ``kernels.api.check_inputs``.
+    Inputs are already checked by ``kernels.api.check_inputs``. ``shared_kv``: the value cache is a
+    view of the key rows' first ``head_dim_v`` elements (MLA), so values are not loaded again.
 
     ``block_n``/``num_warps``/``num_stages`` override the launch configuration (for tuning runs).
     """
@@ -197,11 +223,14 @@ def gqa_decode_triton(q, k_cache, v_cache, cache_seqlens, block_table, scale, sh
         raise ValueError("the Triton kernel runs on CPU tensors only in Triton's interpreter: "
                          "set TRITON_INTERPRET=1 before triton is first imported")
     b, H, d = q.shape
-    K, G = shape.num_kv_heads, shape.group_size
-    block_g = min(MAX_BLOCK_G, max(16, triton.next_power_of_2(G)))
+    d_v, K, G = shape.head_dim_v, shape.num_kv_heads, shape.group_size
+    tail = d - d_v if d > d_v else 0  # key elements past the values' width, scored separately
+    block_d = max(16, triton.next_power_of_2(d - tail))
+    block_dt = max(16, triton.next_power_of_2(tail)) if tail else 0
+    block_dv = max(16, triton.next_power_of_2(d_v))
+    block_g = min(MAX_BLOCK_G, max(16, triton.next_power_of_2(G)), max(16, MAX_ACC_ELEMENTS // block_dv))
     g_slices = triton.cdiv(G, block_g)
-    block_d = max(16, triton.next_power_of_2(d))
-    block_n = block_n or LAUNCH.get("block_n") or (64 if block_d <= 128 else 32)
+    block_n = block_n or LAUNCH.get("block_n") or (64 if max(block_d, block_dv) <= 128 else 32)
     num_warps = num_warps or LAUNCH.get("num_warps") or 4
     num_stages = num_stages or LAUNCH.get("num_stages") or 2
     if num_splits is None:
@@ -210,7 +239,7 @@ def gqa_decode_triton(q, k_cache, v_cache, cache_seqlens, block_table, scale, sh
     split_len = triton.cdiv(triton.cdiv(shape.capacity, num_splits), block_n) * block_n
     num_splits = max(1, triton.cdiv(shape.capacity, split_len))
 
-    mid_o = torch.empty(b, H, num_splits, d, dtype=torch.float32, device=q.device)
+    mid_o = torch.empty(b, H, num_splits, d_v, dtype=torch.float32, device=q.device)
     mid_lse = torch.empty(b, H, num_splits, dtype=torch.float32, device=q.device)
     lse = torch.empty(b, H, dtype=torch.float32, device=q.device)
     if block_table is None:
@@ -228,15 +257,15 @@ def gqa_decode_triton(q, k_cache, v_cache, cache_seqlens, block_table, scale, sh
         stride_bt,
         mid_o.stride(0), mid_o.stride(1), mid_o.stride(2),
         mid_lse.stride(0), mid_lse.stride(1),
-        GROUP=G, G_SLICES=g_slices, HEAD_DIM=d, BLOCK_G=block_g, BLOCK_D=block_d, BLOCK_N=block_n,
-        PAGED=block_table is not None, PAGE_SIZE=page_size, IEEE_FP32=q.dtype == torch.float32,
-        **launch)
+        GROUP=G, G_SLICES=g_slices, HEAD_DIM=d, HEAD_DIM_V=d_v, D_MAIN=d - tail, BLOCK_G=block_g, BLOCK_D=block_d,
+        BLOCK_DT=block_dt, BLOCK_DV=block_dv, BLOCK_N=block_n, PAGED=block_table is not None,
+        PAGE_SIZE=page_size, SHARED_KV=shared_kv, IEEE_FP32=q.dtype == torch.float32, **launch)
     _merge_stage2[(b, H)](
         mid_o, mid_lse, out, lse, num_splits,
         mid_o.stride(0), mid_o.stride(1), mid_o.stride(2),
         mid_lse.stride(0), mid_lse.stride(1),
         out.stride(0), out.stride(1),
         lse.stride(0), lse.stride(1),
-        HEAD_DIM=d, BLOCK_D=block_d,
+        HEAD_DIM=d_v, BLOCK_D=block_dv,
         **({} if interpret else {"num_warps": 4}))
     return lse

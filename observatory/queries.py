@@ -654,6 +654,16 @@ class BenchResultInfo(BaseModel):
     peer_times_s: dict[str, float]
     speedups: dict[str, float]
     peer_errors: dict[str, str]
+    kernel: str | None = Field(None, description="gqa | mla (absorbed: one latent shared by all H heads)")
+    head_dim_v: int | None = Field(None, description="Value head dim (MLA: kv_lora_rank; head_dim is rank + rope)")
+    flops_per_s: float | None = None
+    fraction_of_matmul: float | None = Field(None, description="FLOP/s ÷ a large matmul's, same device and run")
+    predicted_bound: str | None = Field(None, description="memory | compute")
+    mha_median_s: float | None = Field(None, description="The MHA counterfactual (K = H), timed in the same rounds")
+    mha_predicted_s: float | None = None
+    mha_error: str | None = Field(None, description="Why the counterfactual did not run")
+    measured_speedup: float | None = Field(None, description="mha_median_s ÷ median_s")
+    predicted_speedup: float | None = Field(None, description="The roofline's ratio")
 
 
 MAX_SIBLINGS = 20  # sibling ids a model record names

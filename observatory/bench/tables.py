@@ -1,9 +1,10 @@
 """Spot-benchmark results: one row per (model shape, device, dtype) measurement.
 
-A row records what ran (device, software versions, dtype, shape), how fast (median time, bytes/s),
-against what (the device's measured copy ceiling, the roofline prediction, each peer's time) and
-when. Shapes that cannot be benchmarked (MLA, attention-free) are stored once as ``skipped`` with
-the reason, so the scheduled job does not retry them on every run.
+A row records what ran (device, software versions, dtype, shape, GQA or MLA kernel), how fast
+(median time, bytes/s, FLOP/s), against what (the device's measured copy and matmul ceilings, the
+roofline prediction, each peer's time, the model's MHA counterfactual timed in the same rounds) and
+when. Shapes that cannot be benchmarked (attention-free, inputs beyond the device's free memory)
+are stored once as ``skipped`` with the reason, so the scheduled job does not retry them on every run.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ class BenchResult(SQLModel, table=True):
     catalog_device_id: str | None = Field(default=None, max_length=50)  # hardware.json id when matched
     software: dict = Field(default_factory=dict, sa_type=sa.JSON)  # torch, triton, python, threads, cc (CPU)
     backend: str | None = Field(default=None, max_length=20)  # triton | cpu | torch
+    kernel: str | None = Field(default=None, max_length=10)  # gqa | mla (absorbed, one shared latent)
     dtype: str = Field(max_length=10)  # fp32 | fp16 | bf16
     batch: int
     num_heads: int | None = None
-    num_kv_heads: int | None = None
-    head_dim: int | None = None
+    num_kv_heads: int | None = None  # MLA: 1, the shared latent
+    head_dim: int | None = None  # of keys; MLA: kv_lora_rank + rope
+    head_dim_v: int | None = None  # of values; MLA: kv_lora_rank
     context: int
     median_s: float | None = None
     min_s: float | None = None
@@ -42,11 +45,35 @@ class BenchResult(SQLModel, table=True):
     bytes_per_s: float | None = None  # kv_bytes / median_s
     ceiling_bytes_per_s: float | None = None  # measured large copy: bytes read + written per second
     fraction_of_ceiling: float | None = None
+    flops: float | None = None  # FLOPs one call does: 2·b·L·H·(head_dim + head_dim_v)
+    flops_per_s: float | None = None  # flops / median_s
+    matmul_flops_per_s: float | None = None  # a large matmul in this dtype, measured in the same rounds
+    fraction_of_matmul: float | None = None
     predicted_s: float | None = None  # roofline for one attention call on this device
-    prediction_basis: str | None = Field(default=None, max_length=100)  # "catalog:<id>" or "measured-copy"
+    # "catalog:<id>", or "measured-copy-and-matmul" (a CPU: its measured ceilings stand in for a spec)
+    prediction_basis: str | None = Field(default=None, max_length=100)
+    predicted_bound: str | None = Field(default=None, max_length=10)  # memory | compute
+    # The MHA counterfactual (K = H, same H, head dims and layers; for MLA the MHA it replaces),
+    # timed in the same interleaved rounds; None with mha_error when it did not run, and for MHA models.
+    mha_head_dim: int | None = None
+    mha_head_dim_v: int | None = None
+    mha_median_s: float | None = None
+    mha_kv_bytes: int | None = Field(default=None, sa_type=sa.BigInteger)
+    mha_predicted_s: float | None = None
+    mha_error: str | None = Field(default=None, max_length=300)
     peer_times_s: dict = Field(default_factory=dict, sa_type=sa.JSON)  # peer name -> median seconds
     peer_errors: dict = Field(default_factory=dict, sa_type=sa.JSON)  # peer name -> why it did not run
     created_at: datetime = Field(default_factory=utcnow, index=True)
+
+    @property
+    def measured_speedup(self) -> float | None:
+        """The MHA counterfactual's time ÷ ours, measured in the same rounds (> 1: the cache layout pays)."""
+        return self.mha_median_s / self.median_s if self.mha_median_s and self.median_s else None
+
+    @property
+    def predicted_speedup(self) -> float | None:
+        """The same ratio from the roofline."""
+        return self.mha_predicted_s / self.predicted_s if self.mha_predicted_s and self.predicted_s else None
 
     @property
     def speedups(self) -> dict[str, float]:

@@ -1,6 +1,7 @@
 """Timing that does not flatter: warm-up, many runs, medians, rotated inputs, contenders interleaved.
 
-Every contender (our kernel, each peer, the copy that measures the ceiling) is called in turn, round
+Every contender (our kernel, each peer, the copy and the matmul that measure the device's ceilings)
+is called in turn, round
 after round, so a neighbour stealing the CPU or a clock change hits all of them alike. Each call
 takes the next of several input copies, so a working set that would fit in the last-level cache is
 not served from it. On CUDA each call is bracketed by CUDA events; on the CPU by ``perf_counter``.
@@ -75,3 +76,12 @@ def copy_contender(device: torch.device, nbytes: int) -> tuple[Contender, int]:
     src = torch.ones(elements, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
     return Contender("copy", lambda pair: pair[1].copy_(pair[0]), [(src, dst)]), 2 * elements * 4
+
+
+def matmul_contender(device: torch.device, dtype: torch.dtype, size: int) -> tuple[Contender, float]:
+    """A square ``size`` × ``size`` matmul in ``dtype`` and the FLOPs it does per call (2·size³): the
+    device's dense arithmetic rate, measured beside the kernels it is the ceiling of."""
+    generator = torch.Generator(device=device).manual_seed(0)
+    a, b = (torch.randn(size, size, generator=generator, device=device).to(dtype) for _ in range(2))
+    out = torch.empty(size, size, device=device, dtype=dtype)
+    return Contender("matmul", lambda args: torch.matmul(*args, out=out), [(a, b)]), 2.0 * size**3

@@ -219,6 +219,52 @@ def roofline(devices: Sequence[dict], marks: Sequence[dict]) -> dict:
             "y": {"type": "log", "unit": "flops", "title": "attainable FLOP/s"}, "series": series}
 
 
+def dividend(rows: Iterable[dict], by_model: bool = False, batch: int | None = None, limit: int = 8) -> dict:
+    """Speed-up over the MHA counterfactual against context: measured (solid) and roofline-predicted
+    (dashed), one pair of series per (model when ``by_model``, device, dtype, batch), the newest
+    result per context. Every point names its shape and how many runs its median took.
+
+    ``rows`` are ``bench.store.row_dict`` results, newest first; only ``batch`` when given; at most
+    ``limit`` groups are drawn.
+    """
+    groups: dict[tuple, dict[int, dict]] = {}
+    for row in rows:
+        if row.get("status") != "ok" or not (row.get("measured_speedup") or row.get("predicted_speedup")):
+            continue
+        if batch is not None and row["batch"] != batch:
+            continue
+        key = ((row["model_id"] if by_model else None), row["device"], row["dtype"], row["batch"])
+        if key not in groups and len(groups) >= limit:
+            continue
+        groups.setdefault(key, {}).setdefault(row["context"], row)  # newest first: keep the first seen
+    series: list[dict] = []
+    for i, ((model, device, dtype, batch), by_context) in enumerate(groups.items()):
+        label = f"{model + ', ' if model else ''}b={batch}, {dtype}, {device}"
+        points = [by_context[c] for c in sorted(by_context)]
+        for kind, key, dashed in (("measured", "measured_speedup", False), ("roofline", "predicted_speedup", True)):
+            pts = [{"x": r["context"], "y": r[key], "name": _dividend_point(r, kind)} for r in points if r.get(key)]
+            if pts:
+                series.append({"label": f"{kind}: {label}", "style": "line", "colour": f"series:{i % 8 + 1}",
+                               "dashed": dashed, "point_radius": 3, "points": pts})
+    contexts = [p["x"] for s in series for p in s["points"]]
+    if contexts:
+        series.append({"label": "_parity", "style": "line", "colour": "series:8", "dashed": True, "width": 1,
+                       "point_radius": 0, "points": [{"x": min(contexts), "y": 1}, {"x": max(contexts), "y": 1}]})
+    return {"type": "xy", "x": {"type": "log", "title": "cached tokens per sequence"},
+            "y": {"type": "log", "title": "MHA counterfactual time ÷ this model's time (×)"}, "series": series}
+
+
+def _dividend_point(row: dict, kind: str) -> str:
+    if row["kernel"] == "mla":
+        shape = f"MLA H={row['num_heads']} latent {row['head_dim_v']}+{row['head_dim'] - row['head_dim_v']}"
+    else:
+        shape = f"H={row['num_heads']} K={row['num_kv_heads']} d={row['head_dim']}"
+    who = f"{row['model_id']}: " if row.get("model_id") else ""
+    runs = f", median of {row['runs']} runs" if row.get("runs") else ""
+    bound = f", {row['predicted_bound']}-bound" if kind == "roofline" and row.get("predicted_bound") else ""
+    return f"{who}{kind}, {shape}, b={row['batch']}, {row['context']:,} tokens{runs}{bound}"
+
+
 # ---- issue 15: research, prices, the median new model's KV and its room on each device ----------
 
 PAPER_COLOURS = ("series:1", "series:2", "series:3", "series:4", "series:6", "series:5", "series:8")

@@ -468,6 +468,9 @@ def _model_page(request: Request, model_id: str, fmt: str | None) -> Response:
     specs = {}
     if data["roofline_at"]:
         specs["roofline"] = roofline_spec(data["roofline_at"], data["geometry"])
+    dividend = chart_specs.dividend(data["bench_results"])
+    if dividend["series"]:
+        specs["dividend"] = dividend
     return render(request, "model.html", data, title=model_id, nav="/models", specs=specs, charts=bool(specs),
                   model_id=model_id, dtypes=list(kvcache.DTYPE_BYTES),
                   hub_url="https://huggingface.co/" + quote(model_id, safe="/"))
@@ -647,9 +650,12 @@ def methodology_page(request: Request, fmt: str | None) -> Response:
 
 # ---- spot-benchmarks ---------------------------------------------------------------------------
 
-BENCH_CSV_COLUMNS = ["created_at", "model_id", "status", "reason", "device", "backend", "dtype", "batch", "num_heads",
-                     "num_kv_heads", "head_dim", "context", "median_s", "bytes_per_s", "fraction_of_ceiling",
-                     "ceiling_bytes_per_s", "predicted_s", "prediction_basis"]
+BENCH_CSV_COLUMNS = ["created_at", "model_id", "status", "reason", "device", "backend", "kernel", "dtype", "batch",
+                     "num_heads", "num_kv_heads", "head_dim", "head_dim_v", "context", "median_s", "runs",
+                     "bytes_per_s", "fraction_of_ceiling", "ceiling_bytes_per_s", "flops_per_s", "fraction_of_matmul",
+                     "matmul_flops_per_s", "predicted_s", "prediction_basis", "predicted_bound", "mha_head_dim",
+                     "mha_head_dim_v", "mha_median_s", "mha_predicted_s", "measured_speedup", "predicted_speedup",
+                     "mha_error"]
 
 
 @page("/benchmarks", formats=("json", "csv"))
@@ -660,5 +666,7 @@ def benchmarks_page(request: Request, fmt: str | None) -> Response:
         return json_response(data)
     if fmt == "csv":
         return csv_response(BENCH_CSV_COLUMNS, data["rows"], "benchmarks.csv")
+    dividend = chart_specs.dividend(data["rows"], by_model=True, batch=1)  # per model; batches on its page
     return render(request, "benchmarks.html", data, title="Spot-benchmarks", nav="/benchmarks",
-                  formats=("json", "csv"), bench_results=data["rows"], show_model=True)
+                  formats=("json", "csv"), bench_results=data["rows"], show_model=True,
+                  specs={"dividend": dividend} if dividend["series"] else {}, charts=bool(dividend["series"]))

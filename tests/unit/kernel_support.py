@@ -1,7 +1,11 @@
 """Shared by the kernel tests: cases, inputs with poisoned padding, and the comparison with the reference.
 
-Run as a script (``python tests/unit/kernel_support.py``) it runs ``TRITON_CASES`` with the Triton
-kernel and prints one JSON object of results: ``test_kernels_triton`` starts it with
+A case is GQA (``gqa_decode``, separate K and V caches; ``head_dim_v`` when values are narrower than
+keys) or, with ``latent``, absorbed MLA (``mla_decode``: one latent cache of ``head_dim`` =
+kv_lora_rank + rope elements per token, values its first ``head_dim_v``).
+
+Run as a script (``python tests/unit/kernel_support.py``) it runs ``TRITON_CASES`` and
+``TRITON_MLA_CASES`` with the Triton kernel and prints one JSON object of results: ``test_kernels_triton`` starts it with
 ``TRITON_INTERPRET=1``, which Triton reads when it is first imported, so the interpreter runs in a
 fresh process and never changes how this one uses Triton.
 
@@ -41,13 +45,28 @@ class Case:
     num_splits: int | None = None  # Triton and C kernels
     chunk: int | None = None  # PyTorch path only
     scale: float | None = None
+    head_dim_v: int | None = None  # value width when it differs from head_dim (MLA: kv_lora_rank)
+    latent: bool = False  # MLA: one latent cache (kv_heads must be 1), values its first head_dim_v elements
+
+    @property
+    def value_dim(self) -> int:
+        return self.head_dim_v or self.head_dim
+
+
+def mla_case(id: str, heads: int, rank: int, rope: int, lengths: tuple[int, ...], dtype: str = "fp32", **fields) -> Case:
+    """An absorbed-MLA case: H query heads over one latent of ``rank + rope`` elements."""
+    return Case(id, heads, 1, rank + rope, lengths, dtype, head_dim_v=rank, latent=True, **fields)
 
 
 def make_inputs(case: Case, seed: int = 0, device: str = "cpu"):
-    """(q, k_cache, v_cache, cache_seqlens, block_table): every slot no sequence owns holds NaN."""
+    """(q, k_cache, v_cache, cache_seqlens, block_table): every slot no sequence owns holds NaN.
+
+    For a latent case, ``k_cache`` is the latent cache ``(batch or blocks, tokens, rank + rope)`` and
+    ``v_cache`` is None."""
     gen = torch.Generator().manual_seed(seed)
     dtype = DTYPES[case.dtype]
     batch, d, kv = len(case.lengths), case.head_dim, case.kv_heads
+    row_shapes = [(d,)] if case.latent else [(kv, d), (kv, case.value_dim)]
 
     def randn(*size):
         return torch.randn(*size, generator=gen).to(dtype)
@@ -55,24 +74,23 @@ def make_inputs(case: Case, seed: int = 0, device: str = "cpu"):
     q = randn(batch, case.heads, d)
     capacity = max(case.lengths) + case.spare
     if case.block_size is None:
-        k = torch.full((batch, capacity, kv, d), math.nan, dtype=dtype)
-        v = torch.full_like(k, math.nan)
+        caches = [torch.full((batch, capacity, *row), math.nan, dtype=dtype) for row in row_shapes]
         for seq, length in enumerate(case.lengths):
-            k[seq, :length] = randn(length, kv, d)
-            v[seq, :length] = randn(length, kv, d)
+            for cache, row in zip(caches, row_shapes):
+                cache[seq, :length] = randn(length, *row)
         block_table = None
     else:
         size = case.block_size
         per_seq = -(-capacity // size)
         num_blocks = batch * per_seq + 3  # spare blocks no sequence uses
-        k = torch.full((num_blocks, size, kv, d), math.nan, dtype=dtype)
-        v = torch.full_like(k, math.nan)
+        caches = [torch.full((num_blocks, size, *row), math.nan, dtype=dtype) for row in row_shapes]
         block_table = torch.randperm(num_blocks, generator=gen)[: batch * per_seq].view(batch, per_seq).to(torch.int32)
         for seq, length in enumerate(case.lengths):
             for token in range(length):
                 block, slot = int(block_table[seq, token // size]), token % size
-                k[block, slot] = randn(kv, d)
-                v[block, slot] = randn(kv, d)
+                for cache, row in zip(caches, row_shapes):
+                    cache[block, slot] = randn(*row)
+    k, v = (caches[0], None) if case.latent else caches
     seqlens = torch.tensor(case.lengths, dtype=torch.int32)
     tensors = [t.to(device) if t is not None else None for t in (q, k, v, seqlens, block_table)]
     return tuple(tensors)
@@ -123,22 +141,45 @@ TRITON_CASES = [
 ]
 
 
+# MLA in the interpreter: H = 16/64/128 (one, four and eight 16-row head slices over one latent),
+# DeepSeek's 512 + 64 (two products: 512 and the 64-wide rope tail), MiniCPM3's 256 + 32, ragged and
+# paged caches, empty sequences; and GQA with 192-wide keys over 128-wide values (DeepSeek's MHA).
+TRITON_MLA_CASES = [
+    mla_case("mla-h16-512+64-fp32", 16, 512, 64, (37, 0, 9), "fp32", num_splits=2),
+    mla_case("mla-h64-512+64-fp16", 64, 512, 64, (45,), "fp16", num_splits=2),
+    mla_case("mla-h128-512+64-fp16", 128, 512, 64, (20, 3), "fp16", num_splits=1),
+    mla_case("mla-h128-paged-bs16-fp32", 128, 512, 64, (33, 0), "fp32", block_size=16, num_splits=2),
+    mla_case("mla-minicpm3-h40-256+32-fp16", 40, 256, 32, (50, 12), "fp16", num_splits=3),
+    mla_case("mla-v2lite-h16-paged-bs7-fp16", 16, 512, 64, (30, 12), "fp16", block_size=7, num_splits=2),
+    mla_case("mla-scale-fp32", 16, 512, 64, (29,), "fp32", num_splits=2, scale=192 ** -0.5),
+    Case("gqa-dk192-dv128-fp16", 8, 8, 192, (40, 7), "fp16", num_splits=2, head_dim_v=128),
+    Case("gqa-dk192-dv128-paged-fp32", 8, 2, 192, (25, 9), "fp32", block_size=8, num_splits=2, head_dim_v=128),
+]
+
+
 def run_case(case: Case, backend: str, seed: int = 0, device: str = "cpu") -> dict:
-    """One case through ``gqa_decode`` with ``backend``, into a NaN-poisoned ``out``, against the reference."""
-    from kernels import gqa_decode, gqa_decode_reference
+    """One case through ``gqa_decode`` (``mla_decode`` for a latent case) with ``backend``, into a
+    NaN-poisoned ``out``, against the float64 reference."""
+    from kernels import gqa_decode, gqa_decode_reference, mla_decode, mla_decode_reference
 
     q, k, v, seqlens, block_table = make_inputs(case, seed, device=device)
-    poisoned = torch.full_like(q, math.nan)
-    out, lse = gqa_decode(q, k, v, seqlens, block_table, case.scale, return_lse=True, out=poisoned,
-                          backend=backend, num_splits=case.num_splits)
-    ref_out, ref_lse = gqa_decode_reference(q, k, v, seqlens, block_table, case.scale)
+    poisoned = q.new_full((q.shape[0], case.heads, case.value_dim), math.nan)
+    if case.latent:
+        out, lse = mla_decode(q, k, seqlens, block_table, case.scale, return_lse=True, head_dim_v=case.value_dim,
+                              out=poisoned, backend=backend, num_splits=case.num_splits)
+        ref_out, ref_lse = mla_decode_reference(q, k, seqlens, block_table, case.scale, head_dim_v=case.value_dim)
+    else:
+        out, lse = gqa_decode(q, k, v, seqlens, block_table, case.scale, return_lse=True, out=poisoned,
+                              backend=backend, num_splits=case.num_splits)
+        ref_out, ref_lse = gqa_decode_reference(q, k, v, seqlens, block_table, case.scale)
     return compare(case, out, lse, ref_out, ref_lse) | {"wrote_into_out": out is poisoned}
 
 
-def run_triton_cases(cases=TRITON_CASES, device: str = "cpu") -> dict[str, dict]:
+def run_triton_cases(cases=TRITON_CASES + TRITON_MLA_CASES, device: str = "cpu") -> dict[str, dict]:
     return {case.id: run_case(case, "triton", device=device) for case in cases}
 
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
-    json.dump({"cases": run_triton_cases(), "case_fields": [asdict(c) for c in TRITON_CASES]}, sys.stdout)
+    cases = TRITON_CASES + TRITON_MLA_CASES
+    json.dump({"cases": run_triton_cases(cases), "case_fields": [asdict(c) for c in cases]}, sys.stdout)

@@ -1,5 +1,5 @@
-"""The PyTorch decode path, the float64 reference, input checks and the peers (the C kernel has
-test_kernels_cpu.py, the Triton kernel test_kernels_triton.py)."""
+"""The PyTorch decode path, the float64 references (GQA and absorbed MLA), input checks and the peers
+(the C kernel has test_kernels_cpu.py, the Triton kernel test_kernels_triton.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from kernel_support import Case, assert_close, compare, make_inputs
-from kernels import check_inputs, gqa_decode, gqa_decode_reference
+from kernel_support import Case, assert_close, compare, make_inputs, mla_case, run_case
+from kernels import check_inputs, gqa_decode, gqa_decode_reference, mla_decode, mla_decode_reference
 from kernels.peers import available_peers, repeat_kv
 from kernels.torch_decode import _block_attention, chunk_tokens, gqa_decode_torch, matmul_attention, merge
 
@@ -35,15 +35,34 @@ TORCH_CASES = [
     Case("chunked-tail", 8, 2, 64, (100, 100, 33), chunk=16),
     Case("chunked-exact-fp16", 8, 4, 64, (64,), "fp16", chunk=16),
     Case("chunked-paged-bf16", 8, 2, 128, (90, 45), "bf16", block_size=8, chunk=16),
+    # Keys wider than values (DeepSeek's MHA: 192 over 128): the matmul path, chunked and not.
+    Case("dk192-dv128", 8, 8, 192, (40, 7), head_dim_v=128),
+    Case("dk192-dv128-chunked-paged-fp16", 8, 2, 192, (90, 45), "fp16", block_size=8, chunk=16, head_dim_v=128),
+]
+
+# Absorbed MLA on the PyTorch path: H = 16/64/128, DeepSeek's 512 + 64 and MiniCPM3's 256 + 32,
+# ragged and paged (gathered once for keys and values), dtypes, chunks merged by their LSE.
+TORCH_MLA_CASES = [
+    mla_case("mla-h16-512+64", 16, 512, 64, (37, 0, 9)),
+    mla_case("mla-h64-fp16", 64, 512, 64, (45,), "fp16"),
+    mla_case("mla-h128-bf16", 128, 512, 64, (50, 17), "bf16"),
+    mla_case("mla-minicpm3-h40-paged-bs7", 40, 256, 32, (30, 12), block_size=7),
+    mla_case("mla-h128-chunked-paged-fp16", 128, 512, 64, (90, 45), "fp16", block_size=8, chunk=16),
+    mla_case("mla-v2lite-h16-chunked", 16, 512, 64, (100, 100, 33), chunk=16),
+    mla_case("mla-all-empty", 16, 512, 64, (0, 0)),
 ]
 
 
 def run_torch(case: Case, seed: int = 0) -> dict:
     q, k, v, seqlens, block_table = make_inputs(case, seed)
-    poisoned = torch.full_like(q, math.nan)
+    if case.latent:
+        from kernels.api import latent_views
+        k, v = latent_views(q, k, case.value_dim)
+    poisoned = q.new_full((q.shape[0], case.heads, case.value_dim), math.nan)
     shape = check_inputs(q, k, v, seqlens, block_table, case.scale, poisoned)
     scale = case.scale or 1 / math.sqrt(case.head_dim)
-    lse = gqa_decode_torch(q, k, v, seqlens, block_table, scale, shape, poisoned, chunk=case.chunk)
+    lse = gqa_decode_torch(q, k, v, seqlens, block_table, scale, shape, poisoned, chunk=case.chunk,
+                           shared_kv=case.latent)
     return compare(case, poisoned, lse, *gqa_decode_reference(q, k, v, seqlens, block_table, case.scale))
 
 
@@ -52,9 +71,58 @@ def test_torch_path_matches_reference(case):
     assert_close(case, run_torch(case))
 
 
+@pytest.mark.parametrize("case", TORCH_MLA_CASES, ids=lambda c: c.id)
+def test_torch_path_mla_matches_reference(case):
+    assert_close(case, run_torch(case))
+    assert_close(case, run_case(case, "torch"))  # and through mla_decode
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_fresh_inputs_each_seed(seed):
     assert_close(TORCH_CASES[2], run_torch(TORCH_CASES[2], seed))
+
+
+@pytest.mark.parametrize(("heads", "nope", "rope", "rank", "v_dim"), [
+    (16, 128, 64, 512, 128),  # DeepSeek-V2-Lite / V3 per-head sizes
+    (40, 64, 32, 256, 64),  # MiniCPM3 (v_head_dim = qk_nope_head_dim)
+])
+def test_absorbed_mla_equals_attention_with_decompressed_keys_and_values(heads, nope, rope, rank, v_dim):
+    # The absorption mla_decode relies on, checked on its own terms: with per-head up-projections
+    # W_UK (rank -> nope) and W_UV (rank -> v_dim), attention over decompressed keys [c·W_UK, k_rope]
+    # and values c·W_UV equals latent attention of q_lat = [W_UK·q_nope, q_rope] over rows [c, k_rope],
+    # followed by the latent output times W_UV. Both at the model's scale 1/sqrt(nope + rope).
+    gen = torch.Generator().manual_seed(0)
+    length = 23
+    c = torch.randn(length, rank, generator=gen, dtype=torch.float64)
+    k_rope = torch.randn(length, rope, generator=gen, dtype=torch.float64)
+    q_nope = torch.randn(heads, nope, generator=gen, dtype=torch.float64)
+    q_rope = torch.randn(heads, rope, generator=gen, dtype=torch.float64)
+    w_uk = torch.randn(heads, rank, nope, generator=gen, dtype=torch.float64) / rank ** 0.5
+    w_uv = torch.randn(heads, rank, v_dim, generator=gen, dtype=torch.float64) / rank ** 0.5
+    scale = (nope + rope) ** -0.5
+
+    keys = torch.cat([torch.einsum("lr,hrn->lhn", c, w_uk), k_rope[:, None].expand(length, heads, rope)], -1)
+    values = torch.einsum("lr,hrv->lhv", c, w_uv)
+    expected = F.scaled_dot_product_attention(torch.cat([q_nope, q_rope], -1)[:, None], keys.transpose(0, 1),
+                                              values.transpose(0, 1), scale=scale)[:, 0]
+
+    q_latent = torch.cat([torch.einsum("hn,hrn->hr", q_nope, w_uk), q_rope], -1).float()[None]
+    latent = torch.cat([c, k_rope], -1).float()[None]
+    seqlens = torch.tensor([length], dtype=torch.int32)
+    ref, _ = mla_decode_reference(q_latent, latent, seqlens, scale=scale, head_dim_v=rank)
+    assert torch.allclose(torch.einsum("hr,hrv->hv", ref[0], w_uv), expected, atol=1e-5)
+    ours = mla_decode(q_latent, latent, seqlens, scale=scale, head_dim_v=rank)
+    assert torch.allclose(torch.einsum("hr,hrv->hv", ours[0].double(), w_uv), expected, atol=1e-5)
+
+
+def test_mla_reference_agrees_with_the_gqa_reference_over_one_shared_head():
+    case = mla_case("views", 8, 64, 16, (30, 0, 12), block_size=8)
+    q, latent, _, seqlens, table = make_inputs(case)
+    keys = latent.unsqueeze(2)
+    mla_out, mla_lse = mla_decode_reference(q, latent, seqlens, table, head_dim_v=64)
+    gqa_out, gqa_lse = gqa_decode_reference(q, keys, keys[..., :64].contiguous(), seqlens, table)
+    assert torch.allclose(mla_out, gqa_out, atol=1e-12, equal_nan=False)
+    assert torch.equal(mla_lse.isinf(), gqa_lse.isinf()) and torch.allclose(mla_lse[1:2], gqa_lse[1:2])
 
 
 @pytest.mark.slow
@@ -118,17 +186,19 @@ def test_merge_of_partials_equals_one_pass():
 
 
 class LargestNewTensor(TorchDispatchMode):
-    """Records the largest storage any op allocates (views of existing storage do not count)."""
+    """Records the largest storage any op allocates and the bytes of all of them (views of existing
+    storage do not count)."""
 
     def __init__(self):
         super().__init__()
-        self.largest, self.op = 0, None
+        self.largest, self.op, self.total = 0, None, 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         inputs = {t.untyped_storage().data_ptr() for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
         for t in tree_leaves(out):
             if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in inputs:
+                self.total += t.untyped_storage().nbytes()
                 if t.untyped_storage().nbytes() > self.largest:
                     self.largest, self.op = t.untyped_storage().nbytes(), str(func)
         return out
@@ -150,6 +220,18 @@ def test_never_materialises_repeated_kv(paged, backend):
     with LargestNewTensor() as watch:  # the check can fail: transformers' repeat_kv does materialise
         repeat_kv(k.transpose(1, 2), 16)
     assert watch.largest == 16 * k.nbytes
+
+
+@pytest.mark.parametrize("backend", ["torch", "cpu"])
+def test_mla_fetches_a_paged_latent_once_for_keys_and_values(backend):
+    # Values are a view of the latent rows: the C kernel reads pages in place, the PyTorch path
+    # gathers the pages in use once for both (gathering keys and values apart would be 2x).
+    latent = torch.randn(64, 64, 576)
+    q, seqlens, table = torch.randn(1, 16, 576), torch.tensor([4096], dtype=torch.int32), torch.arange(64, dtype=torch.int32)[None]
+    with LargestNewTensor() as watch:
+        mla_decode(q, latent, seqlens, table, head_dim_v=512, backend=backend, num_splits=1 if backend == "cpu" else None)
+    bound = latent.nbytes * 1.5 if backend == "torch" else latent.nbytes // 8  # + scores and partials
+    assert watch.total <= bound, (watch.op, watch.total / latent.nbytes)
 
 
 # -- bad input: one clear ValueError each ------------------------------------------------------------
@@ -199,6 +281,41 @@ def test_bad_block_tables_are_named(table, message):
     pages = torch.zeros(4, 8, 2, 64)  # 4 blocks of 8 tokens; each sequence may use 2
     with pytest.raises(ValueError, match=message):
         gqa_decode(q, pages, pages, torch.tensor([16, 3], dtype=torch.int32), table)
+
+
+def _latent_good():
+    return torch.zeros(2, 16, 576), torch.zeros(2, 10, 576), torch.tensor([10, 3], dtype=torch.int32)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"latent_cache": [[0.0]]}, "latent_cache must be a torch.Tensor"),
+    ({"latent_cache": torch.zeros(2, 10, 1, 576)}, r"latent_cache must be \(batch, max_seqlen, kv_lora_rank \+ rope\)"),
+    ({"head_dim_v": 0}, r"head_dim_v must be a whole number in \[1, 576\]"),
+    ({"head_dim_v": 577}, r"head_dim_v must be a whole number in \[1, 576\]"),
+    ({"head_dim_v": 512.0}, "head_dim_v must be a whole number"),
+    ({"head_dim_v": True}, "head_dim_v must be a whole number"),
+    ({"q": torch.zeros(2, 16, 512)}, r"q width \(512\) and latent_cache width \(576\) differ"),
+    ({"q": torch.zeros(2, 16, 576, dtype=torch.float16)}, "share a dtype"),
+    ({"cache_seqlens": torch.tensor([11, 3], dtype=torch.int32)}, r"\[0, 10\]"),
+    ({"out": torch.zeros(2, 16, 576)}, r"out must be a tensor of shape \(2, 16, 512\)"),
+    ({"scale": 0.0}, "scale"),
+])
+def test_bad_mla_inputs_are_named(change, message):
+    q, latent, seqlens = _latent_good()
+    args = {"q": q, "latent_cache": latent, "cache_seqlens": seqlens, "head_dim_v": 512} | change
+    with pytest.raises(ValueError, match=message):
+        mla_decode(**args)
+    if "out" not in change:  # the reference takes no out; it checks the rest the same way
+        with pytest.raises(ValueError, match=message):
+            mla_decode_reference(**args)
+
+
+def test_value_heads_may_be_narrower_than_key_heads():
+    q, k, v, seqlens = _good()
+    out = gqa_decode(q, k, v[..., :32].contiguous(), seqlens)
+    assert out.shape == (2, 8, 32)
+    with pytest.raises(ValueError, match="only the last, head_dim, dimension may differ"):
+        gqa_decode(q, k, v[:, :, :1], seqlens)
 
 
 def test_unused_block_table_entries_are_not_checked():

@@ -1,5 +1,5 @@
-"""The C decode kernel (kernels/cpu_decode.c): correctness against the float64 reference, its build,
-and the fall-back to the PyTorch path where it cannot run."""
+"""The C decode kernel (kernels/cpu_decode.c), GQA and absorbed MLA: correctness against the float64
+references, its build, and the fall-back to the PyTorch path where it cannot run."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import sys
 import pytest
 import torch
 
-from kernel_support import ROOT, Case, assert_close, compare, make_inputs, run_case
-from kernels import gqa_decode, gqa_decode_reference
+from kernel_support import ROOT, Case, assert_close, compare, make_inputs, mla_case, run_case
+from kernels import gqa_decode, gqa_decode_reference, mla_decode
 from kernels import cpu_decode
 from kernels.api import choose_backend
 
@@ -44,6 +44,30 @@ CPU_CASES = [
     Case("splits-past-end", 8, 2, 64, (9, 70), num_splits=8),
     Case("splits-paged-fp16", 8, 2, 128, (90, 45), "fp16", block_size=8, num_splits=4),
     Case("long-default-splits", 32, 8, 128, (3000, 1500)),
+    Case("g32-transposed-tiles-k2", 64, 2, 64, (45, 0, 20)),  # groups of 32+: the outer-product q·k tiles
+    Case("g64-transposed-tiles-fp16-paged", 64, 1, 128, (40, 33), "fp16", block_size=16),
+    # Keys wider than values: DeepSeek's MHA (192 over 128), the MLA models' counterfactual.
+    Case("dk192-dv128-mha", 8, 8, 192, (40, 7), head_dim_v=128),
+    Case("dk192-dv128-g4-paged-fp16", 8, 2, 192, (25, 9), "fp16", block_size=8, head_dim_v=128),
+]
+
+# Absorbed MLA: H = 16/64/128 over DeepSeek's 512 + 64 latent (V2-Lite is H = 16), MiniCPM3's 40 heads
+# over 256 + 32, GLM-4.7-Flash's 20 (tiles of 4 query rows) and an odd head count (tiles of 1);
+# ragged and paged caches, fp16/bf16/fp32, default and forced slices, empty sequences.
+CPU_MLA_CASES = [
+    mla_case("mla-h16-512+64", 16, 512, 64, (37, 0, 9)),
+    mla_case("mla-h64-512+64-fp16", 64, 512, 64, (45,), "fp16"),
+    mla_case("mla-h128-512+64-bf16", 128, 512, 64, (50, 17), "bf16"),
+    mla_case("mla-h128-long-default-splits", 128, 512, 64, (1100, 700)),
+    mla_case("mla-h128-paged-bs64", 128, 512, 64, (130, 64), block_size=64),
+    mla_case("mla-minicpm3-h40-256+32", 40, 256, 32, (50, 12)),
+    mla_case("mla-minicpm3-paged-bs7-fp16", 40, 256, 32, (30, 30), "fp16", block_size=7),
+    mla_case("mla-v2lite-h16-paged-bs16-bf16", 16, 512, 64, (41, 0, 17), "bf16", block_size=16),
+    mla_case("mla-glm-flash-h20", 20, 512, 64, (33,)),
+    mla_case("mla-h3-odd-heads", 3, 512, 64, (19, 5)),
+    mla_case("mla-splits-past-end", 16, 512, 64, (9, 70), num_splits=8),
+    mla_case("mla-all-empty", 16, 512, 64, (0, 0)),
+    mla_case("mla-deepseek-scale", 128, 512, 64, (29,), scale=192 ** -0.5),
 ]
 
 
@@ -57,6 +81,20 @@ def run_cpu(case: Case, seed: int = 0) -> dict:
 @pytest.mark.parametrize("case", CPU_CASES, ids=lambda c: c.id)
 def test_c_kernel_matches_reference(case):
     assert_close(case, run_cpu(case))
+
+
+@needs_kernel
+@pytest.mark.parametrize("case", CPU_MLA_CASES, ids=lambda c: c.id)
+def test_c_kernel_mla_matches_reference(case):
+    assert_close(case, run_cpu(case))
+
+
+@needs_kernel
+def test_auto_runs_mla_on_the_c_kernel():
+    case = CPU_MLA_CASES[0]
+    q, latent, _, seqlens, _ = make_inputs(case)
+    assert torch.equal(mla_decode(q, latent, seqlens, head_dim_v=512),
+                       mla_decode(q, latent, seqlens, head_dim_v=512, backend="cpu"))
 
 
 @needs_kernel
@@ -125,6 +163,16 @@ def test_head_dims_off_the_vector_width_take_the_pytorch_path():
     assert_close(case, compare(case, out, lse, *gqa_decode_reference(q, k, v, seqlens)))
 
 
+@needs_kernel
+def test_value_widths_off_the_vector_width_take_the_pytorch_path():
+    case = mla_case("rank-100", 4, 100, 28, (20,))  # keys 128 wide (fine), values 100 (not)
+    q, latent, _, seqlens, _ = make_inputs(case)
+    assert choose_backend(q.device, "auto", q.dtype, 128, 100) == "torch"
+    with pytest.raises(ValueError, match="value head_dim a multiple of 16, got 100"):
+        mla_decode(q, latent, seqlens, head_dim_v=100, backend="cpu")
+    assert_close(case, run_case(case, "auto"))
+
+
 # -- the build ---------------------------------------------------------------------------------------
 
 @needs_kernel
@@ -133,7 +181,7 @@ def test_build_is_cached_by_content(tmp_path):
     stamp = first.stat().st_mtime_ns
     assert cpu_decode.build(cache_dir=tmp_path) == first and first.stat().st_mtime_ns == stamp
     assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no partial files left behind
-    assert len(cpu_decode.load(first).gqa_decode_cpu.argtypes) == 25
+    assert len(cpu_decode.load(first).gqa_decode_cpu.argtypes) == 26
 
 
 def test_missing_compiler_is_a_clear_build_error(tmp_path):

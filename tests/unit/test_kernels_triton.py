@@ -1,4 +1,5 @@
-"""The Triton kernel against the float64 reference: in Triton's interpreter on the CPU, compiled on CUDA.
+"""The Triton kernel against the float64 references, GQA and absorbed MLA: in Triton's interpreter on the
+CPU, compiled on CUDA.
 
 The interpreter needs ``TRITON_INTERPRET=1`` before Triton is first imported, so the cases run in a
 child process (``kernel_support.py`` as a script) and each is checked here; this process's Triton,
@@ -17,9 +18,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernel_support import ROOT, TRITON_CASES, assert_close, run_triton_cases
+from kernel_support import ROOT, TRITON_CASES, TRITON_MLA_CASES, assert_close, run_triton_cases
 
 pytest.importorskip("triton")
+ALL_CASES = TRITON_CASES + TRITON_MLA_CASES
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +35,7 @@ def interpreter_results() -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", TRITON_CASES, ids=lambda c: c.id)
+@pytest.mark.parametrize("case", ALL_CASES, ids=lambda c: c.id)
 def test_interpreter_matches_reference(interpreter_results, case):
     result = interpreter_results[case.id]
     assert result["wrote_into_out"]
@@ -41,14 +43,14 @@ def test_interpreter_matches_reference(interpreter_results, case):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-@pytest.mark.parametrize("case", TRITON_CASES, ids=lambda c: c.id)
+@pytest.mark.parametrize("case", ALL_CASES, ids=lambda c: c.id)
 def test_compiled_kernel_matches_reference(case):
     result = run_triton_cases([case], device="cuda")[case.id]
     assert_close(case, result)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-@pytest.mark.parametrize("case", [replace(c, id=c.id + "-bf16", dtype="bf16") for c in TRITON_CASES],
+@pytest.mark.parametrize("case", [replace(c, id=c.id + "-bf16", dtype="bf16") for c in ALL_CASES],
                          ids=lambda c: c.id)
 def test_compiled_kernel_in_bf16(case):  # the interpreter cannot compute in bf16; the GPU can
     assert_close(case, run_triton_cases([case], device="cuda")[case.id])
