@@ -238,3 +238,22 @@ def test_readme_lists_the_new_pages_and_every_listed_page_answers(client):
             assert client.get(path).status_code == 200, path
     for api in ("/api/v1/claims", "/api/v1/research", "/api/v1/prices", "/api/v1/hardware-capacity"):
         assert api in table, api
+
+
+def test_measurable_claim_shows_our_measured_gqa_dividend(tmp_path):
+    settings = Settings(data_dir=tmp_path / "data", scheduler_enabled=False)
+    with TestClient(create_app(settings)) as fresh:
+        engine = make_engine(settings.resolved_database_url)
+        with session_scope(engine) as session:  # as `observatory bench --dividend` stores one
+            session.add(BenchResult(model_id=LLAMA2_70B, device="cpu: test machine", device_type="cpu",
+                                    backend="cpu", dtype="fp32", batch=1, num_heads=64, num_kv_heads=8,
+                                    head_dim=128, context=8192, median_s=0.0123, kv_bytes=268435456,
+                                    mha_median_s=0.0451, predicted_s=0.001, mha_predicted_s=0.0079))
+        engine.dispose()
+        trt = next(c for c in fresh.get("/claims.json").json()["claims"] if c["measurable"])
+        assert trt["measurement"]["speedup"] == pytest.approx(3.667, abs=1e-3)
+        assert trt["measurement"]["predicted_speedup"] == 7.9 and trt["measurement"]["context"] == 8192
+        page = fresh.get("/claims").text
+        assert "3.67x measured (roofline 7.9x)" in page and "not measured yet" not in page
+        listed = _csv(fresh.get("/api/v1/claims", params={"format": "csv"}).text)
+        assert float(next(r for r in listed if r["id"] == trt["id"])["measured_speedup"]) == pytest.approx(3.667, abs=1e-3)
