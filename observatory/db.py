@@ -15,7 +15,7 @@ relies on it), while readers never wait. Sessions run in UTC whatever the server
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -106,6 +106,23 @@ def read_only(engine: Engine) -> Engine:
 def read_session(engine: Engine) -> Session:
     """A session that only reads (``read_only``): it never takes SQLite's write lock."""
     return Session(read_only(engine), expire_on_commit=False)
+
+
+# Ids bound per ``IN (...)`` query: SQLite refuses more than 32,766 variables in one statement
+# (999 before 3.32), and a store of a million models names far more in some lookups.
+IN_BATCH = 900
+
+
+def batches(items: Iterable, size: int = IN_BATCH) -> Iterator[list]:
+    """``items`` in lists of at most ``size``, for ``col.in_(batch)`` lookups of any length."""
+    batch: list = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def make_engine(url: str) -> Engine:

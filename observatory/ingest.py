@@ -25,6 +25,7 @@ from observatory.core.geometry import PARSER_VERSION, ConfigError, Geometry, par
 from observatory.core.lineage import geometry_fingerprint, quantization
 from observatory.core.params import estimate_parameters
 from observatory.core.repo_ids import validate_repo_id
+from observatory.db import batches
 from observatory.tables import ConfigRevision, GeometryRow, HubModel, utcnow
 
 
@@ -53,7 +54,8 @@ def upsert_models(session: Session, rows: Mapping[str, Mapping]) -> None:
     for model_id in rows:
         validate_repo_id(model_id)
     now = utcnow()
-    existing = set(session.exec(select(HubModel.id).where(col(HubModel.id).in_(list(rows)))))
+    existing = {model_id for batch in batches(rows)
+                for model_id in session.exec(select(HubModel.id).where(col(HubModel.id).in_(batch)))}
     new = [
         {"downloads": None, "likes": None, "tags": [], "source": "hub", "first_seen_at": now,
          "author": _author(model_id), "author_key": (_author(model_id) or "").lower() or None,

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session
 
-from observatory.db import session_scope
+from observatory.db import batches, session_scope
 from observatory.tables import GeometryRow, HubModel, utcnow
 from observatory.trend_tables import DerivativeStats, TrendPointRow
 from observatory.core.trends import (
@@ -247,7 +247,8 @@ def refresh_derivative_stats(session: Session, computed_at: datetime) -> int:
                 entry["downloads_unknown"] += 1
             else:
                 entry["downloads"] += downloads
-    known = set(session.execute(sa.select(_M.id).where(_M.id.in_(list(stats)))).scalars()) if stats else set()
+    known = {model_id for batch in batches(stats)
+             for model_id in session.execute(sa.select(_M.id).where(_M.id.in_(batch))).scalars()}
     table = DerivativeStats.__table__
     session.execute(sa.delete(table))
     records = [entry for base, entry in stats.items() if base in known]  # bases we hold a record of

@@ -19,6 +19,7 @@ from sqlmodel import Session, col, select
 from observatory.crawler.failures import RetryPolicy, next_state
 from observatory.crawler.scope import Scope, check_definition
 from observatory.crawler.tables import CrawlFailure, CrawlScope
+from observatory.db import batches
 from observatory.core.geometry import ConfigError, parse_config_text
 from observatory.hub.files import Fetched
 from observatory.core.lineage import classify, parse_safetensors
@@ -96,11 +97,11 @@ def update_facts(session: Session, facts: dict[str, tuple[Any, Any]]) -> int:
     if not ids:
         return 0
     m, g = HubModel.__table__.c, GeometryRow.__table__.c
-    stored = session.execute(
+    stored = [row for batch in batches(ids) for row in session.execute(
         select(m.id, m.quant_method, m.quant_bits, m.num_parameters, m.parameters_source, g.params_estimate)
         .select_from(HubModel.__table__)
         .outerjoin(GeometryRow.__table__, g.revision_id == m.current_revision_id)
-        .where(m.id.in_(ids))).all()
+        .where(m.id.in_(batch)))]
     values = {}
     for model_id, method, bits, params, params_source, estimate in stored:
         base_models, safetensors = facts[model_id]

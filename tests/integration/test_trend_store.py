@@ -90,3 +90,32 @@ def test_plotted_rows_most_downloaded_first(engine):
         assert [r.model_id for r in rows] == ["alpha/Llama_Chat", "alpha/llama-13b"] and total == 3
         rows, total = plotted_trend_rows(session, Population("all", author="Gamma"), limit=100)  # any case
         assert total == len(rows) == 5
+
+
+def test_derivative_stats_of_more_bases_than_sqlite_binds_in_one_statement(engine):
+    """A million-model store names hundreds of thousands of bases, more than SQLite binds in one
+    statement (999 before 3.32, 32,766 by default since, 250,000 as Debian builds it): the lookup of
+    which bases we hold goes in batches. Here the connection is held to the old limit of 999."""
+    import sqlite3
+
+    import sqlalchemy as sa
+
+    from observatory.tables import HubModel, utcnow
+    from observatory.trend_store import refresh_derivative_stats
+    from observatory.trend_tables import DerivativeStats
+
+    n, now = 2_500, utcnow()
+    common = {"source": "hub", "first_seen_at": now, "updated_at": now, "tags": [], "is_test_repo": False}
+    bases = [{"id": f"lab/base-{i}", "relation": "original", **common} for i in range(n)]
+    tunes = [{"id": f"fan/tune-{i}", "relation": "finetune", "base_models": [f"lab/base-{i}"], "downloads": i,
+              **common} for i in range(n)]
+    orphan = {"id": "fan/tune-of-unknown", "relation": "quantized", "base_models": ["gone/base"], **common}
+    with Session(engine) as session:
+        session.connection().connection.dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+        for rows in (bases, tunes, [orphan]):
+            session.execute(sa.insert(HubModel), rows)
+        assert refresh_derivative_stats(session, now) == n  # the base we do not hold is left out
+        session.commit()
+        stats = {s.model_id: s for s in session.exec(sa.select(DerivativeStats)).scalars()}
+    assert len(stats) == n and "gone/base" not in stats
+    assert (stats["lab/base-7"].finetune, stats["lab/base-7"].downloads, stats["lab/base-7"].downloads_unknown) == (1, 7, 0)
