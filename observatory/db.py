@@ -194,7 +194,20 @@ def upgrade(target: Engine | str | None = None) -> None:
         database = make_url(url).database
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-    command.upgrade(alembic_config(url), "heads")
+    config = alembic_config(url)
+    if _at_heads(url, config):  # every worker asks at start-up: at head, only read, never wait on a writer
+        return
+    command.upgrade(config, "heads")
+
+
+def _at_heads(url: str, config) -> bool:
+    from alembic.script import ScriptDirectory
+
+    engine = make_engine(url)
+    try:
+        return current_revisions(read_only(engine)) == set(ScriptDirectory.from_config(config).get_heads())
+    finally:
+        engine.dispose()
 
 
 def current_revisions(engine: Engine) -> set[str]:

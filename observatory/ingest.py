@@ -231,13 +231,21 @@ def update_model_rows(session: Session, values_by_id: Mapping[str, Mapping]) -> 
                 attributes.set_committed_value(obj, name, value)
 
 
-def stale_revision_ids(session: Session, limit: int | None = None) -> list[int]:
-    """Revisions whose geometry an older parser derived, or that have none (they failed)."""
-    query = (select(ConfigRevision.id)
-             .outerjoin(GeometryRow, GeometryRow.revision_id == ConfigRevision.id)
-             .where((GeometryRow.id.is_(None)) | (GeometryRow.parser_version < PARSER_VERSION))
-             .order_by(ConfigRevision.id))
-    return list(session.exec(query.limit(limit) if limit else query))
+def stale_revision_ids(session: Session) -> list[int]:
+    """Revisions whose geometry an older parser derived, and those that failed to parse and now
+    parse differently (a new rule reads them). Only reads: the failed ones (few) are parsed here,
+    so a store with nothing to redo is never written to, nor its write lock taken."""
+    outdated = select(ConfigRevision.id).join(GeometryRow, GeometryRow.revision_id == ConfigRevision.id).where(
+        GeometryRow.parser_version < PARSER_VERSION)
+    failed = select(ConfigRevision.id, ConfigRevision.raw_text, ConfigRevision.parse_error).outerjoin(
+        GeometryRow, GeometryRow.revision_id == ConfigRevision.id).where(GeometryRow.id.is_(None))
+    retry = [rev_id for rev_id, raw_text, error in session.exec(failed) if not _fails_as_before(raw_text, error)]
+    return sorted([*session.exec(outdated), *retry])
+
+
+def _fails_as_before(raw_text: str, error: str | None) -> bool:
+    d = derive(raw_text)
+    return d.error is not None and d.error == error
 
 
 def rederive(session: Session, ids: Iterable[int] | None = None) -> int:
@@ -251,9 +259,9 @@ def rederive(session: Session, ids: Iterable[int] | None = None) -> int:
         row = session.exec(select(GeometryRow).where(GeometryRow.revision_id == revision.id)).first()
         if row is not None and row.parser_version >= PARSER_VERSION:
             continue
-        d = derive(revision.raw_text)
-        if row is None and d.error is not None and d.error == revision.parse_error:
+        if row is None and _fails_as_before(revision.raw_text, revision.parse_error):
             continue  # still unreadable, for the same reason: nothing changed
+        d = derive(revision.raw_text)
         if row is not None:
             session.delete(row)
             session.flush()

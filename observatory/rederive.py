@@ -11,9 +11,8 @@ from __future__ import annotations
 import logging
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
-from observatory.db import session_scope
+from observatory.db import read_session, session_scope
 from observatory.ingest import rederive, stale_revision_ids
 
 BATCH = 500
@@ -22,7 +21,7 @@ log = logging.getLogger(__name__)
 
 def rederive_stale(engine: Engine, batch: int = BATCH) -> int:
     """Bring every stored geometry to the current parser; returns how many revisions changed."""
-    with Session(engine) as session:
+    with read_session(engine) as session:  # the scan reads every revision: never under the write lock
         pending = stale_revision_ids(session)
     done = 0
     for start in range(0, len(pending), batch):

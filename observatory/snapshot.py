@@ -39,7 +39,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from observatory.db import session_scope
+from observatory.db import read_session, session_scope
 from observatory.ingest import record_config, upsert_model
 from observatory.core.repo_ids import InvalidRepoId, validate_repo_id
 from observatory.settings import Settings, get_settings
@@ -355,7 +355,7 @@ def ensure_snapshot(engine: Engine, settings: Settings | None = None) -> dict | 
 
 
 def _model_count(engine: Engine) -> int:
-    with Session(engine) as session:
+    with read_session(engine) as session:
         return session.exec(select(func.count()).select_from(HubModel)).one()
 
 

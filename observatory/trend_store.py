@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session
 
-from observatory.db import batches, session_scope
+from observatory.db import batches, read_only, session_scope
 from observatory.tables import GeometryRow, HubModel, utcnow
 from observatory.trend_tables import DerivativeStats, TrendPointRow
 from observatory.core.trends import (
@@ -259,7 +259,7 @@ def refresh_derivative_stats(session: Session, computed_at: datetime) -> int:
 
 def trends_stale(engine: Engine) -> bool:
     """True when a model or geometry changed after the last refresh (or none ran yet)."""
-    with engine.connect() as conn:
+    with read_only(engine).connect() as conn:  # every worker asks at start-up: never take the write lock
         refreshed = conn.execute(sa.select(sa.func.max(TrendPointRow.__table__.c.computed_at))).scalar()
         changed = [
             conn.execute(sa.select(sa.func.max(HubModel.__table__.c.updated_at))).scalar(),

@@ -38,7 +38,7 @@ from observatory.alerts.tables import (
     new_id,
 )
 from observatory.alerts.webhooks import event_payload
-from observatory.db import session_scope
+from observatory.db import read_session, session_scope
 from observatory.settings import Settings
 from observatory.tables import ConfigRevision, GeometryRow, HubModel, utcnow
 from observatory.trend_store import Population, load_trend_rows
@@ -339,7 +339,7 @@ def evaluate_at_start(engine: Engine, settings: Settings) -> EvaluationReport | 
     sent unless a subscriber's rule fires on it. A failure is logged in one line and never stops
     the site from starting."""
     try:
-        with Session(engine) as session:
+        with read_session(engine) as session:
             evaluated = session.exec(select(AlertRule.id).where(AlertRule.last_evaluated_at.is_not(None))
                                      .limit(1)).first()
         if evaluated is not None:

@@ -131,7 +131,7 @@ def site(tmp_path_factory):
     headers = {"Authorization": f"Bearer {created.owner_token}"}
     with serving(app) as base:
         yield {"app": app, "base": base, "db": settings.resolved_database_url.removeprefix("sqlite:///"),
-               "urls": urls, "headers": headers}
+               "urls": urls, "headers": headers, "settings": settings}
 
 
 @contextmanager
@@ -145,6 +145,18 @@ def write_lock(db_path: str):
     finally:
         writer.execute("ROLLBACK")
         writer.close()
+
+
+def test_another_worker_starts_while_a_writer_holds_the_lock(site):
+    """``serve --workers N`` starts N lifespans at once, beside a crawl's writes: on a store that
+    is up to date, start-up only reads (migrations at head, snapshot present, nothing stale)."""
+    from fastapi.testclient import TestClient
+
+    with write_lock(site["db"]):
+        started = time.monotonic()
+        with TestClient(create_app(site["settings"])) as worker:
+            assert worker.get("/api/v1/crawl/health").status_code == 200
+        assert time.monotonic() - started < TIMEOUT_S
 
 
 def test_every_get_route_has_a_url_here(site):
