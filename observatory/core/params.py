@@ -128,13 +128,26 @@ FAMILIES: dict[str, Family] = {
     "granite": Family(tied=True), "granitemoe": Family(tied=True), "granitemoeshared": Family(tied=True),
     "gpt_oss": Family(qkv_bias=True, o_bias=True),
     "chatglm": Family(),
+    "cohere": Family(tied=True), "cohere2": Family(tied=True), "smollm3": Family(tied=True),
+    "lfm2_moe": Family(qk_norm="head", tied=True),
+    "gemma4_text": Family(norms_per_layer=4, qk_norm="head", tied=True),
+    "gemma3n_text": Family(norms_per_layer=4, qk_norm="head", tied=True),
+    "mamba": Family(tied=True), "mamba2": Family(tied=True), "falcon_mamba": Family(tied=True),
+    # Up/down MLPs (no gate): squared ReLU (Nemotron, Persimmon/Fuyu, Arcee), xIELU (Apertus), GELU (XGLM)
+    "nemotron": Family(layer_norm=True, gated=False), "nemotron_h": Family(gated=False),
+    "arcee": Family(gated=False), "apertus": Family(gated=False, qk_norm="head"),
+    "persimmon": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False),
+    "fuyu": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False),
+    "xglm": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False, tied=True),
 }
+# Pure state-space models: every block is a Mamba mixer, with no MLP beside it.
+NO_MLP = frozenset({"mamba", "mamba2", "falcon_mamba"})
 # Llama-shaped families (RMSNorm, SwiGLU, no biases unless the config says, untied unless it says).
 for _name in ("llama", "llama4_text", "mistral", "mixtral", "ministral", "ministral3", "qwen", "internlm",
               "internlm2", "internlm3", "deepseek", "deepseek_v2", "deepseek_v3", "deepseek_v4", "kimi_k2", "yi",
-              "phi3", "minicpm", "minicpmv", "olmo", "olmoe", "cohere", "cohere2", "granitemoehybrid", "jamba",
-              "nemotron_h", "minimax", "minimax_m2", "hunyuan", "baichuan", "exaone", "dbrx", "arcee", "seed_oss",
-              "smollm3", "apertus", "ernie4_5", "ernie4_5_moe", "bailing_moe", "step3p5", "longcat_flash"):
+              "phi3", "minicpm", "minicpmv", "olmo", "olmoe", "granitemoehybrid", "jamba",
+              "minimax", "minimax_m2", "hunyuan", "baichuan", "exaone", "dbrx", "seed_oss",
+              "ernie4_5", "ernie4_5_moe", "bailing_moe", "step3p5", "longcat_flash"):
     FAMILIES.setdefault(_name, LLAMA)
 ENCODER_ONLY = frozenset({"bert", "roberta", "xlm-roberta", "camembert", "ernie"})
 T5_FAMILIES = frozenset({"t5", "mt5", "umt5"})
@@ -219,6 +232,7 @@ class _Counter:
         for i, kind in enumerate(kinds):
             self._layer(i, kind, i in moe_layers)
         self.add("norms", self.norm(self.hidden))  # the final norm
+        self._per_layer_inputs()
         self._mtp(moe_layers)
         self._vision()
 
@@ -253,7 +267,7 @@ class _Counter:
     # -- one decoder layer --------------------------------------------------------------------
     def _layer(self, i: int, kind: str, moe: bool) -> None:
         h = self.hidden
-        block_only = self.sec.raw("hybrid_override_pattern") is not None  # NemotronH: one job per block
+        block_only = self.family_name == "nemotron_h"  # one job per block: mixer, attention, MLP or MoE
         if kind in ("full", "sliding", "chunked", "cross"):
             self.add("attention", self._attention(i))
             if kind == "cross":
@@ -266,6 +280,9 @@ class _Counter:
             self.add("linear_mixers", self._mamba())
         elif kind in ("recurrent", "other"):
             self._note(f"{kind} layers are not modelled; counted as their MLP only")
+        if self.family_name in NO_MLP:
+            self.add("norms", self.norm(h))
+            return
         if block_only:
             self.add("norms", self.norm(h))
             if kind == "mlp":
@@ -275,7 +292,7 @@ class _Counter:
         if self.family_name == "falcon":
             norms = self._falcon_norms()
         self.add("norms", norms * self.norm(h))
-        self._ffn(moe)
+        self._ffn(moe, wide=self._double_wide(i))
 
     def _falcon_norms(self) -> int:
         if self.sec.flag("new_decoder_architecture"):
@@ -372,7 +389,10 @@ class _Counter:
         """Mamba-2 when a head count is given, else Mamba-1; approximate either way."""
         h = self.hidden
         expand = self.int_of(("mamba_expand", "expand")) or 2
-        inner = self.int_of(("mamba_d_inner",)) or expand * h
+        # transformers' Mamba configs keep a stated intermediate_size over expand * hidden (Falcon-Mamba
+        # states expand 16 beside intermediate_size 8,192); in hybrids that key is the MLP's width.
+        stated = self.int_of(("intermediate_size",)) if self.family_name in NO_MLP else None
+        inner = self.int_of(("mamba_d_inner",)) or stated or expand * h
         state = self.int_of(("mamba_d_state", "ssm_state_size", "state_size", "d_state")) or 16
         conv = self.int_of(("mamba_d_conv", "conv_kernel", "d_conv")) or 4
         heads = self.int_of(("mamba_n_heads", "mamba_num_heads"))
@@ -428,15 +448,35 @@ class _Counter:
             return 3 * h * width + bias * (2 * width + h)
         return 2 * h * width + bias * (width + h)
 
-    def _ffn(self, moe: bool) -> None:
+    def _double_wide(self, i: int) -> bool:
+        """Gemma-3n/4 E-series: the KV-shared last layers carry an MLP of twice the width."""
+        shared = self.int_of(("num_kv_shared_layers",), lo=0) or 0
+        return bool(shared) and self.flag("use_double_wide_mlp", False) and i >= len(self.geom.layer_kinds) - shared
+
+    def _per_layer_inputs(self) -> None:
+        """Gemma-3n/4 E-series per-layer inputs: a second embedding table giving every layer its own
+        slice of ``hidden_size_per_layer_input``, projected from the hidden state too, and gated
+        into each layer (most of an E-model's parameters: 2.35 B of Gemma-4 E2B's 4.6 B)."""
+        width = self.int_of(("hidden_size_per_layer_input",), lo=0)  # 0 in the dense Gemma-4 models
+        if not width:
+            return
+        h, layers = self.hidden, len(self.geom.layer_kinds)
+        vocab = self.int_of(("vocab_size_per_layer_input",)) or self.vocab
+        self.add("embeddings", vocab * layers * width)
+        self.add("linear_mixers", h * layers * width + layers * 2 * h * width)  # model projection; gate + projection
+        self.add("norms", width + layers * h)
+
+    def _ffn(self, moe: bool, wide: bool = False) -> None:
         if not moe:
-            self.add("mlp", self._dense_mlp(self._ffn_width()))
+            self.add("mlp", self._dense_mlp(self._ffn_width() * (2 if wide else 1)))
             return
         h = self.hidden
         experts, top_k, width = self.experts, self.top_k, self.expert_width
         gpt_oss = self.family_name == "gpt_oss"
-        one = 3 * h * width + (2 * width + h if gpt_oss else 0)
-        self.add("experts", experts * one)
+        projections = 3 if self.fam.gated else 2
+        latent = self.int_of(("moe_latent_size",))  # Nemotron 3: experts work in a narrower latent
+        one = projections * (latent or h) * width + (2 * width + h if gpt_oss else 0)
+        self.add("experts", experts * one + (2 * h * latent if latent else 0))
         self.inactive += (experts - top_k) * one
         router = h * experts
         if gpt_oss:
@@ -446,7 +486,7 @@ class _Counter:
         self.add("router", router)
         shared = self.shared_width
         if shared:
-            self.add("shared_experts", 3 * h * shared + (h if self.shared_gate else 0))
+            self.add("shared_experts", projections * h * shared + (h if self.shared_gate else 0))
 
     def _moe_layers(self, n_layers: int) -> set[int]:
         """Which layers route to experts, and the expert shapes; empty for a dense model."""
@@ -476,6 +516,8 @@ class _Counter:
             self.shared_gate = True  # Qwen2-MoE / Qwen3.5: a sigmoid gate scales the shared expert
         elif sec.raw("shared_intermediate_size") is not None:  # GraniteMoeShared
             self.shared_width = self.int_of(("shared_intermediate_size",), lo=0) or 0
+        elif sec.raw("moe_shared_expert_intermediate_size") is not None:  # NemotronH
+            self.shared_width = self.int_of(("moe_shared_expert_intermediate_size",), lo=0) or 0
         elif self.family_name == "llama4_text":
             self.shared_width = width  # one shared expert of the routed width
         else:
@@ -483,12 +525,15 @@ class _Counter:
         pattern = sec.raw("hybrid_override_pattern")
         if isinstance(pattern, str):  # NemotronH: "E" blocks are the MoE ones
             return {i for i, c in enumerate(pattern[:n_layers]) if c == "E"}
+        blocks = sec.raw("layers_block_type")
+        if self.family_name == "nemotron_h" and isinstance(blocks, list):  # the same, spelt out
+            return {i for i, b in enumerate(blocks[:n_layers]) if b == "moe"}
         moe_list = sec.raw("moe_layers")
         if isinstance(moe_list, list) and moe_list:
             return {to_int(v, f"{sec.path('moe_layers')}[{j}]", self.warnings, lo=0) for j, v in enumerate(moe_list)}
         # DeepSeek: dense before first_k_dense_replace, then every moe_layer_freq-th layer;
         # Qwen-MoE: every decoder_sparse_step-th layer but mlp_only_layers; Llama 4 likewise.
-        first = self.int_of(("first_k_dense_replace",), lo=0) or 0
+        first = self.int_of(("first_k_dense_replace", "num_dense_layers"), lo=0) or 0  # LFM2-MoE: num_dense_layers
         freq = self.int_of(("moe_layer_freq",)) or 1
         step = self.int_of(("decoder_sparse_step", "interleave_moe_layer_step")) or 1
         layers = {i for i in range(n_layers) if i >= first and i % freq == 0 and (i + 1) % step == 0}
@@ -525,7 +570,7 @@ class _Counter:
         proj = str(self.sec.raw("feed_forward_proj") or "relu")
         ffn = (3 if proj.startswith("gated") else 2) * h * width
         buckets = (self.int_of(("relative_attention_num_buckets",)) or 32) * heads
-        encoder = g.num_layers
+        encoder = self.int_of(("num_layers",)) or g.num_layers  # the geometry's depth is the decoder's
         decoder = self.int_of(("num_decoder_layers",)) or encoder
         bias_tables = encoder + decoder if self.family_name == "umt5" else 2
         self.add("embeddings", self.vocab * h)

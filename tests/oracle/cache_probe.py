@@ -40,6 +40,7 @@ class Reading:
     query_heads: int
     self_attention: dict[int, LayerCache] = field(default_factory=dict)  # per generated token
     cross_attention: dict[int, LayerCache] = field(default_factory=dict)  # per source token
+    parameters: int = 0  # the built base model's (no LM head), each shared tensor once
 
 
 class RecordingCache(DynamicCache):
@@ -83,7 +84,19 @@ def read(raw: dict) -> Reading:
     ids = torch.zeros((1, TOKENS), dtype=torch.long, device="meta")
     with torch.no_grad():
         model(input_ids=ids, cache=cache, use_cache=True)
-    return Reading(query_heads=text.num_attention_heads, self_attention=cache.updates)
+    return Reading(query_heads=text.num_attention_heads, self_attention=cache.updates,
+                   parameters=count_parameters(model))
+
+
+def count_parameters(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def base_model_parameters(raw: dict) -> int:
+    """The base model's parameter count alone (families with no cache to record)."""
+    config = CONFIG_MAPPING[raw["model_type"]].from_dict(raw)
+    with torch.device("meta"):
+        return count_parameters(AutoModel.from_config(config.get_text_config(decoder=True), dtype=DTYPE))
 
 
 def _read_encoder_decoder(config) -> Reading:
@@ -100,4 +113,5 @@ def _read_encoder_decoder(config) -> Reading:
               cache=EncoderDecoderCache(self_cache, cross_cache), use_cache=True)
     # BART-style configs name the decoder's heads; T5's num_attention_heads is both stacks'.
     heads = getattr(config, "decoder_attention_heads", None) or config.num_attention_heads
-    return Reading(query_heads=heads, self_attention=self_cache.updates, cross_attention=cross_cache.updates)
+    return Reading(query_heads=heads, self_attention=self_cache.updates, cross_attention=cross_cache.updates,
+                   parameters=count_parameters(model))

@@ -26,6 +26,7 @@ Configs transformers cannot build itself (remote code) are skipped, with the fam
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from pathlib import Path
@@ -36,7 +37,9 @@ import observatory
 from observatory.core.geometry import Geometry, parse_config_text, parse_geometry
 
 pytest.importorskip("transformers", reason="the oracle needs transformers (pinned in the test extra)")
-from oracle.cache_probe import Reading, read, unbuildable  # noqa: E402  (tests/ is on sys.path: pytest prepend mode)
+from oracle.cache_probe import Reading, base_model_parameters, read, unbuildable  # noqa: E402  (tests/ is on sys.path)
+from observatory.core.config_dialects import ConfigError, GeometryError  # noqa: E402
+from observatory.core.params import estimate_parameters  # noqa: E402
 
 CONFIG_DIR = Path(observatory.__file__).parent / "data" / "configs"
 CONFIGS = sorted(p.name for p in CONFIG_DIR.glob("*.json"))
@@ -65,6 +68,27 @@ UNPROBEABLE = {
 # Attention-free families: transformers' config class has no attention heads at all, and we report
 # kind "none" with no per-token cache. That agreement is the whole check.
 ATTENTION_FREE_TYPES = {"rwkv", "mamba", "mamba2", "falcon_mamba"}
+
+
+# The parameter estimate (observatory.core.params) against the base model transformers builds (no
+# LM head; vision towers and MTP layers are not in it either): within TOLERANCE, except these, each
+# asserted to stay outside it (with its sign) so a fix or a regression shows.
+PARAMETER_TOLERANCE = 0.03
+PARAMETER_DIFFERENCES = {
+    "facebook__opt-1.3b.json": (+1, "transformers 5 builds OPTConfig's 768-wide default from this d_model"
+                                    " revision (see DIFFERENCES); our count follows the file"),
+    "google__gemma-4-E2B-it.json": (-1, "transformers builds k/v projections for the KV-shared layers, which"
+                                        " read an earlier layer's cache; we count what the layer uses"),
+    "google__gemma-4-E4B.json": (-1, "as gemma-4-E2B"),
+    "nvidia__Nemotron-H-4B-Base-8K.json": (-1, "its Mamba mixers (5 % under) are estimated from the standard"
+                                               " block shapes, as the estimate says"),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def reading_of(name: str) -> Reading:
+    """One build per config, shared by the cache and the parameter checks."""
+    return read(json.loads((CONFIG_DIR / name).read_bytes()))
 
 
 def kind_of(k: int, h: int) -> str:
@@ -110,7 +134,7 @@ def test_parser_agrees_with_transformers(name):
         return
     if raw.get("model_type") in UNPROBEABLE:
         pytest.skip(f"{raw['model_type']}: {UNPROBEABLE[raw['model_type']]}")
-    reading: Reading = read(raw)
+    reading = reading_of(name)
     if name in DIFFERENCES:
         assert_known_difference(name, geom, reading)
         return
@@ -145,6 +169,32 @@ def test_parser_agrees_with_transformers(name):
 
     assert geom.is_encoder_decoder == bool(reading.cross_attention)
     assert geom.cross_kv_elements_per_source_token == sum(c.elements for c in reading.cross_attention.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CONFIGS, ids=[n.removesuffix(".json") for n in CONFIGS])
+def test_parameter_estimate_agrees_with_transformers(name):
+    raw = json.loads((CONFIG_DIR / name).read_bytes())
+    reason = unbuildable(raw) or (UNPROBEABLE.get(raw.get("model_type")) if raw.get("model_type") != "openai-gpt"
+                                  else None)
+    if reason:
+        pytest.skip(f"{raw.get('model_type') or name}: {reason}")
+    try:
+        estimate = estimate_parameters(raw)
+    except (ConfigError, GeometryError) as exc:  # no estimate: stored and shown as unknown
+        pytest.skip(f"no estimate ({exc})")
+    if raw.get("model_type") in ATTENTION_FREE_TYPES or raw.get("model_type") == "openai-gpt":
+        theirs = base_model_parameters(raw)
+    else:
+        theirs = reading_of(name).parameters
+    parts = estimate.breakdown
+    ours = estimate.total - sum(parts.get(k, 0) for k in ("lm_head", "vision", "mtp"))
+    error = ours / theirs - 1
+    if name in PARAMETER_DIFFERENCES:
+        sign, why = PARAMETER_DIFFERENCES[name]
+        assert abs(error) > PARAMETER_TOLERANCE and error * sign > 0, why
+        return
+    assert abs(error) <= PARAMETER_TOLERANCE, f"ours {ours:,} vs transformers {theirs:,} ({error:+.2%})"
 
 
 def assert_known_difference(name: str, geom: Geometry, reading: Reading) -> None:
