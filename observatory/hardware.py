@@ -6,13 +6,14 @@ Throughput is always the dense figure: vendors headline 2:4-sparse numbers, twic
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from observatory.data_files import read_json
 
 CATALOG_PATH = Path(__file__).parent / "data" / "hardware.json"
 
@@ -112,11 +113,7 @@ def _number(entry: dict, key: str, where: str, *, required: bool = False) -> flo
 
 @lru_cache
 def load_catalog(path: Path = CATALOG_PATH) -> tuple[Device, ...]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CatalogError(f"cannot read hardware catalog {path}: {exc}") from None
-    return parse_catalog(data)
+    return parse_catalog(read_json(path, CatalogError, "hardware catalog"))
 
 
 def get_device(device_id: str, devices: tuple[Device, ...] | None = None) -> Device:

@@ -239,12 +239,11 @@ def stale_revision_ids(session: Session) -> list[int]:
         GeometryRow.parser_version < PARSER_VERSION)
     failed = select(ConfigRevision.id, ConfigRevision.raw_text, ConfigRevision.parse_error).outerjoin(
         GeometryRow, GeometryRow.revision_id == ConfigRevision.id).where(GeometryRow.id.is_(None))
-    retry = [rev_id for rev_id, raw_text, error in session.exec(failed) if not _fails_as_before(raw_text, error)]
+    retry = [rev_id for rev_id, raw_text, error in session.exec(failed) if not _fails_as_before(derive(raw_text), error)]
     return sorted([*session.exec(outdated), *retry])
 
 
-def _fails_as_before(raw_text: str, error: str | None) -> bool:
-    d = derive(raw_text)
+def _fails_as_before(d: Derived, error: str | None) -> bool:
     return d.error is not None and d.error == error
 
 
@@ -259,9 +258,9 @@ def rederive(session: Session, ids: Iterable[int] | None = None) -> int:
         row = session.exec(select(GeometryRow).where(GeometryRow.revision_id == revision.id)).first()
         if row is not None and row.parser_version >= PARSER_VERSION:
             continue
-        if row is None and _fails_as_before(revision.raw_text, revision.parse_error):
-            continue  # still unreadable, for the same reason: nothing changed
         d = derive(revision.raw_text)
+        if row is None and _fails_as_before(d, revision.parse_error):
+            continue  # still unreadable, for the same reason: nothing changed
         if row is not None:
             session.delete(row)
             session.flush()

@@ -7,11 +7,12 @@ read from. The file states its currency and unit once; loading refuses any other
 
 from __future__ import annotations
 
-import json
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from observatory.data_files import read_json
 
 PRICES_PATH = Path(__file__).parent / "data" / "prices.json"
 CURRENCY = "USD"
@@ -61,8 +62,4 @@ def parse_prices(data: Any) -> dict:
 
 @lru_cache
 def load_prices(path: Path = PRICES_PATH) -> dict:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise PriceDataError(f"cannot read price history {path}: {exc}") from None
-    return parse_prices(data)
+    return parse_prices(read_json(path, PriceDataError, "price history"))

@@ -12,10 +12,11 @@ module checks it and adds what the site derives from it, labelled as derived:
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from observatory.data_files import read_json
 
 RESEARCH_PATH = Path(__file__).parent / "data" / "research.json"
 ELEMENT_BYTES = 2  # the papers' caches are 16-bit
@@ -113,8 +114,4 @@ def _derive(row: dict, baseline: dict, paper: dict) -> dict:
 
 @lru_cache
 def load_research(path: Path = RESEARCH_PATH) -> dict:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ResearchDataError(f"cannot read research table {path}: {exc}") from None
-    return parse_research(data)
+    return parse_research(read_json(path, ResearchDataError, "research table"))

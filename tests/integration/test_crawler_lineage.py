@@ -85,19 +85,6 @@ def lineage_hub(hub):
     return hub
 
 
-@pytest.fixture
-def client_for(hub_settings):
-    clients = []
-
-    def make():
-        clients.append(TestClient(create_app(hub_settings)).__enter__())
-        return clients[-1]
-
-    yield make
-    for c in clients:
-        c.__exit__(None, None, None)
-
-
 def test_one_crawl_stores_each_repos_relation_bases_and_parameter_count(engine, lineage_hub, hub_settings):
     run = crawl(engine, hub_settings, since=LONG_AGO)
 
@@ -117,9 +104,13 @@ def test_one_crawl_stores_each_repos_relation_bases_and_parameter_count(engine, 
     assert model(engine, TINY).is_test_repo and not model(engine, LLAMA_8B).is_test_repo
 
 
-def test_the_api_lists_relations_estimates_and_populations(engine, lineage_hub, hub_settings, client_for):
+def test_the_api_lists_relations_estimates_and_populations(engine, lineage_hub, hub_settings):
     crawl(engine, hub_settings, since=LONG_AGO)
-    client = client_for()
+    with TestClient(create_app(hub_settings)) as client:
+        check_api(client)
+
+
+def check_api(client) -> None:
 
     quantized = client.get("/api/v1/models", params={"relation": "quantized", "size": 100}).json()["rows"]
     assert {r["id"] for r in quantized} == QUANTIZED
