@@ -21,7 +21,7 @@ from observatory.alerts import limits
 from observatory.alerts import rules as R
 from observatory.alerts import subscriptions as S
 from observatory.alerts.delivery import RedeliveryRefused, redeliver
-from observatory.alerts.email import ADDRESS_PATTERN
+from observatory.alerts.email import ADDRESS_PATTERN, VISIBLE_CHAR
 from observatory.alerts.feeds import request_base
 from observatory.alerts.tables import (
     Alert,
@@ -134,9 +134,9 @@ RuleIn = Annotated[Union[tuple(_rule_model(kind) for kind in R.RULE_KINDS.values
 
 class SubscriptionIn(BaseModel):
     model_config = _STRICT
-    # Some character that is neither white space nor a control character (``create`` strips
-    # the name; Python counts \x1c-\x1f as white space, pydantic's regex \S does not).
-    name: str = Field(max_length=200, pattern=r"[^\s\x00-\x1f]", description="Not blank")
+    # Some character that is neither white space nor a control character: ``create`` strips
+    # the name, and what it strips (str.isspace) lies inside SPACE_OR_CONTROL.
+    name: str = Field(max_length=200, pattern=VISIBLE_CHAR, description="Not blank")
     rules: list[RuleIn] = Field(min_length=1, max_length=S.MAX_RULES)
     webhook_url: str | None = Field(None, min_length=1, max_length=2000, json_schema_extra={"format": "uri"},
                                     description="https URL of a public host; signed per Standard Webhooks")

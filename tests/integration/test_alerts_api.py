@@ -144,6 +144,8 @@ def test_delivery_log_and_manual_redelivery(client, engine, alert_settings):
     ({"name": "", "rules": [MLA_RULE]}, "name"),
     ({"name": " \t\x1c", "rules": [MLA_RULE]}, "name"),
     ({"name": "x", "rules": [MLA_RULE], "email": "a\x1cb@example.com"}, "email"),
+    ({"name": "\u0085\u00a0", "rules": [MLA_RULE]}, "name"),
+    ({"name": "x", "rules": [MLA_RULE], "email": "k\u0085\u0126\u008bX$@yPWAQwP.petGiQpeAfPchuNBqBcQp"}, "email"),
     ({"name": "x", "rules": [MLA_RULE], "colour": "red"}, "colour"),
     ({"name": "x", "rules": [MLA_RULE], "webhook_url": "http://169.254.169.254/latest/meta-data/"}, "metadata"),
     ({"name": "x", "rules": [MLA_RULE], "webhook_url": "http://10.0.0.1/"}, "private"),
