@@ -7,8 +7,10 @@ source and a confidence), parameter count (with its kind and source) and its con
   from a public repository (``source_repo``, ``source_path``, ``source_commit``); ``copy`` says
   whether that copy is the Hub's file (``hub_hash_check``: its sha256 matched a published list
   of Hub hashes) or one the vendoring project edited.
-- ``transcribed``: a config whose keys and values were copied from code that embeds it (a
-  Python dict), saved as JSON: the values are the publisher's, the bytes are not.
+- ``transcribed``: a config rebuilt from something that shows it rather than copied as a file:
+  code that embeds it as a Python dict, or the text of the repo's Hub pages. The values are the
+  publisher's; the bytes are the Hub's only where ``hub_hash_check`` says the sha256 matched (then
+  ``source_*`` names the published hash list).
 - ``reconstructed``: the published geometry written as a minimal config dict (``config``),
   only where no copy could be found anywhere public (``searched`` says where we looked).
 

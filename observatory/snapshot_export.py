@@ -73,7 +73,8 @@ COLUMNS = (
     Column("kv_bytes_per_token_bf16", "integer", "The same in bytes at bf16 (vLLM's sizing convention)", "bytes"),
     Column("mha_kv_bytes_per_token_bf16", "integer", "The MHA counterfactual (K = H) of the same model", "bytes"),
     Column("uncertain", "boolean", "An unknown layer type was counted as a full KV layer (an upper bound)"),
-    Column("provenance", "string", "verbatim (the file as found), transcribed (values copied from code), "
+    Column("provenance", "string", "verbatim (the file as found), transcribed (rebuilt from code or page text; "
+                                   "hub_hash_check says whether the bytes are proven the Hub's), "
                                    "or reconstructed (published geometry, no copy found)"),
     Column("config_file", "string", "The config, relative to the package (empty for reconstructed entries)"),
     Column("config_sha256", "string", "sha256 of the config file's bytes"),

@@ -70,13 +70,18 @@ def test_loaded_rows_carry_snapshot_facts(engine):
         assert revision.provenance == "verbatim" and revision.source.startswith("https://github.com/")
         assert revision.sha.startswith("snapshot-v1:")
 
-        gpt2 = s.get(HubModel, "openai-community/gpt2-large")
-        revision = s.get(ConfigRevision, gpt2.current_revision_id)
+        llama30 = s.get(HubModel, "huggyllama/llama-30b")
+        revision = s.get(ConfigRevision, llama30.current_revision_id)
         assert revision.provenance == "reconstructed"
-        assert revision.source == "https://huggingface.co/openai-community/gpt2-large/blob/main/config.json"
-        assert json.loads(revision.raw_text)["n_head"] == 20
-        assert gpt2.relation == "original" and gpt2.organisation == "OpenAI"
-        assert gpt2.snapshot_meta["searched"] and gpt2.snapshot_meta["release_date_source"]
+        assert revision.source == "https://huggingface.co/huggyllama/llama-30b/blob/main/config.json"
+        assert json.loads(revision.raw_text)["num_attention_heads"] == 52
+        assert llama30.relation == "original" and llama30.organisation == "Meta"
+        assert llama30.snapshot_meta["searched"] and llama30.snapshot_meta["release_date_source"]
+
+        gpt2 = s.get(HubModel, "openai-community/gpt2-large")  # rebuilt, and proven byte-exact by the Hub's sha256
+        revision = s.get(ConfigRevision, gpt2.current_revision_id)
+        assert revision.provenance == "transcribed" and json.loads(revision.raw_text)["n_head"] == 20
+        assert "sha256 identical" in gpt2.snapshot_meta["hub_hash_check"]
 
         assert s.exec(select(func.count()).where(HubModel.downloads.is_not(None))).one() == 0  # unknown
         phi4 = s.get(HubModel, "microsoft/phi-4")
@@ -120,7 +125,7 @@ def test_crawled_models_keep_their_hub_data(engine):
         gpt2 = s.get(HubModel, "openai-community/gpt2-large")
         assert (gpt2.source, gpt2.downloads) == ("hub", 7)
         assert gpt2.created_at.replace(tzinfo=timezone.utc) == hub_time
-        assert s.get(ConfigRevision, gpt2.current_revision_id).provenance == "reconstructed"
+        assert s.get(ConfigRevision, gpt2.current_revision_id).provenance == "transcribed"
 
     # And it stays that way on a second load.
     again = load_snapshot(engine)

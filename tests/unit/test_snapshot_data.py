@@ -144,20 +144,20 @@ def test_every_named_organisation_is_present():
     assert not MISSING_ORGANISATIONS & present  # a gap that closes must move out of the list above
 
 
-# A ratchet, not the goal: the issue asks for 95 % verbatim; 374 of 398 (94 %) are. The rest are
-# transcribed from code (6) or reconstructed from published geometry (18), each saying where a
-# copy was looked for.
+# A ratchet, not the goal: the issue asks for 95 % verbatim; 375 of 398 (94 %) are. The rest are
+# transcribed (9: rebuilt from code or page text, most of them proven byte-exact by the Hub's sha256)
+# or reconstructed from published geometry (14), each saying where a copy was looked for.
 def test_nearly_all_configs_are_real_files():
     kinds = Counter(entry.provenance for entry in ENTRIES)
-    assert kinds["reconstructed"] <= 18 and kinds["transcribed"] <= 6, kinds
-    assert kinds["verbatim"] / len(ENTRIES) >= 0.935, kinds
+    assert kinds["reconstructed"] <= 14 and kinds["transcribed"] <= 9, kinds
+    assert kinds["verbatim"] / len(ENTRIES) >= 0.94, kinds
 
 
 def test_readme_states_the_snapshot_as_it_is():
     readme = (SNAPSHOT_PATH.parents[2] / "README.md").read_text(encoding="utf-8")
     kinds = Counter(entry.provenance for entry in ENTRIES)
     stated = re.search(r"bundled snapshot of (\d+) notable open models \((\d{4})–(\d{4});\s+(\d+) with their "
-                       r"verbatim `config.json`, (\d+) transcribed from code and (\d+) reconstructed", readme)
+                       r"verbatim `config.json`, (\d+) transcribed from code or page text and (\d+) reconstructed", readme)
     assert stated, "README no longer describes the bundled snapshot in the expected words"
     years = sorted(entry.release_date.year for entry in ENTRIES)
     assert tuple(int(g) for g in stated.groups()) == (
