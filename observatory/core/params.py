@@ -531,6 +531,10 @@ class _Counter:
         moe_list = sec.raw("moe_layers")
         if isinstance(moe_list, list) and moe_list:
             return {to_int(v, f"{sec.path('moe_layers')}[{j}]", self.warnings, lo=0) for j, v in enumerate(moe_list)}
+        period = self.int_of(("expert_layer_period",), lo=1)
+        if period:  # Jamba: every expert_layer_period-th layer from expert_layer_offset routes to experts
+            offset = self.int_of(("expert_layer_offset",), lo=0) or 0
+            return {i for i in range(n_layers) if i % period == offset}
         # DeepSeek: dense before first_k_dense_replace, then every moe_layer_freq-th layer;
         # Qwen-MoE: every decoder_sparse_step-th layer but mlp_only_layers; Llama 4 likewise.
         first = self.int_of(("first_k_dense_replace", "num_dense_layers"), lo=0) or 0  # LFM2-MoE: num_dense_layers

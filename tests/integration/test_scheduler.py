@@ -194,10 +194,12 @@ def test_offline_the_schedule_says_so_once_without_a_traceback(engine, settings,
     with caplog.at_level(logging.INFO):
         handle = SchedulerHandle(engine, dead, jobs).start()
         try:
-            _wait_for(lambda: len(runs(engine)) >= 2, timeout=20)
+            _wait_for(lambda: sum(r.status == "unreachable" for r in runs(engine)) >= 2, timeout=20)
         finally:
             handle.shutdown(wait=True)
-    assert {r.status for r in runs(engine)} == {"unreachable"}
+    # Every finished run met the dead Hub; one more may have been under way at shutdown (interrupted).
+    statuses = [r.status for r in runs(engine)]
+    assert statuses.count("unreachable") >= 2 and set(statuses) <= {"unreachable", "interrupted"}, statuses
     ours = [r for r in caplog.records if r.name.startswith("observatory")]
     assert all(r.exc_info is None for r in ours) and not any(r.levelno >= logging.ERROR for r in ours)
     [hint] = [r.getMessage() for r in ours if r.levelno == logging.WARNING]

@@ -61,6 +61,7 @@ UNPROBEABLE = {
     "minimax": "MiniMax keeps a cache of its own (linear-attention state) and refuses a DynamicCache",
     "paddleocr_vl": "AutoModel cannot build PaddleOCR-VL's text config on its own",
     "switch_transformers": "Switch's expert routing calls torch.nonzero, which has no meta implementation",
+    "dbrx": "DBRX's expert routing calls torch.nonzero, which has no meta implementation",
     "openai-gpt": "OpenAIGPTModel keeps no KV cache (it has no past_key_values)",
     "mllama": "AutoModel cannot build Mllama's text config on its own (its cross-attention layers need the vision"
               " model's output)",

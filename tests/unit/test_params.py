@@ -176,6 +176,15 @@ def test_qwen_mixture_of_experts_respects_mlp_only_layers():
     assert est.breakdown["experts"] == 46 * 128 * 3 * 2048 * 768
 
 
+def test_jamba_routes_every_other_layer_to_experts():
+    est = estimate("ai21labs__Jamba-v0.1.json")
+    # expert_layer_period 2, offset 1: layers 1, 3, ..., 31 have 16 experts; the other 16 a dense MLP
+    assert est.breakdown["experts"] == 16 * 16 * 3 * 4096 * 14336
+    assert est.breakdown["mlp"] == 16 * 3 * 4096 * 14336
+    # AI21's card: 52B total, 12B active
+    assert abs(est.total / 52e9 - 1) < 0.01 and abs(est.active / 12e9 - 1) < 0.01
+
+
 def test_hybrid_linear_attention_and_mtp_counted():
     est = estimate("Qwen__Qwen3.5-9B.json")  # 24 Gated DeltaNet layers, 8 gated full-attention layers
     assert est.breakdown["linear_mixers"] > 0 and est.breakdown["attention"] > 0
