@@ -62,7 +62,7 @@ BREAKDOWN_KEYS = (
 
 VOCAB_KEYS = ("vocab_size", "padded_vocab_size", "n_vocab")
 FFN_KEYS = ("intermediate_size", "ffn_hidden_size", "ffn_dim", "n_inner", "inner_hidden_size", "d_ff",
-            "block_ff_dim")
+            "block_ff_dim", "dff")
 EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k", "top_k", "top_k_experts")  # Gemma-4: top_k_experts
 # Keys of architectures whose extra weights this module does not model (DeepSeek-V4 and kin).
@@ -96,6 +96,10 @@ FAMILIES: dict[str, Family] = {
                    ffn_default_x4=True),
     "gptj": Family(layer_norm=True, norms_per_layer=1, mlp_bias=True, gated=False, lm_head_bias=True,
                    ffn_default_x4=True),
+    "codegen": Family(layer_norm=True, norms_per_layer=1, mlp_bias=True, gated=False, lm_head_bias=True,
+                      ffn_default_x4=True),  # GPT-J's block: attention and MLP side by side after one LayerNorm
+    "gpt_neo": Family(layer_norm=True, o_bias=True, mlp_bias=True, gated=False, tied=True, ffn_default_x4=True),
+    "ctrl": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False, tied=True),
     "gpt_neox": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False),
     "opt": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False, tied=True),
     "phi": Family(layer_norm=True, norms_per_layer=1, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False,
@@ -254,7 +258,7 @@ class _Counter:
         if not tied:
             self.add("lm_head", self.vocab * width + (self.vocab if self.fam.lm_head_bias else 0))
         positions = None
-        if self.family_name == "gpt2":
+        if self.family_name in ("gpt2", "gpt_neo"):  # learned absolute positions
             positions = self.int_of(("n_positions", "max_position_embeddings"))
         elif self.family_name == "opt":
             # OPT's learned positions carry an offset of 2 rows
@@ -535,6 +539,9 @@ class _Counter:
         if period:  # Jamba: every expert_layer_period-th layer from expert_layer_offset routes to experts
             offset = self.int_of(("expert_layer_offset",), lo=0) or 0
             return {i for i in range(n_layers) if i % period == offset}
+        flags = sec.raw("moe_layer_freq")
+        if isinstance(flags, list):  # MiniMax-M3: one 0/1 flag per layer
+            return {i for i, flag in enumerate(flags[:n_layers]) if flag}
         # DeepSeek: dense before first_k_dense_replace, then every moe_layer_freq-th layer;
         # Qwen-MoE: every decoder_sparse_step-th layer but mlp_only_layers; Llama 4 likewise.
         first = self.int_of(("first_k_dense_replace", "num_dense_layers"), lo=0) or 0  # LFM2-MoE: num_dense_layers

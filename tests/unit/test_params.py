@@ -185,6 +185,21 @@ def test_jamba_routes_every_other_layer_to_experts():
     assert abs(est.total / 52e9 - 1) < 0.01 and abs(est.active / 12e9 - 1) < 0.01
 
 
+@pytest.mark.parametrize(("name", "published"), [
+    ("EleutherAI__gpt-neo-2.7B.json", 2.7e9),  # intermediate_size null: 4 x hidden; learned positions
+    ("Salesforce__codegen-16B-multi.json", 16e9),  # n_inner null: 4 x n_embd
+    ("Salesforce__ctrl.json", 1.63e9),  # the width is spelt dff
+])
+def test_a_null_or_unusual_ffn_width_still_gets_an_estimate(name, published):
+    assert abs(estimate(name).total / published - 1) < 0.03
+
+
+def test_minimax_m3_flags_its_moe_layers_one_by_one():
+    est = estimate("MiniMaxAI__MiniMax-M3.json")  # moe_layer_freq: three dense layers, then 57 MoE ones
+    assert est.breakdown["experts"] == 57 * 128 * 3 * 6144 * 3072
+    assert est.breakdown["mlp"] == 3 * 3 * 6144 * 3072
+
+
 def test_hybrid_linear_attention_and_mtp_counted():
     est = estimate("Qwen__Qwen3.5-9B.json")  # 24 Gated DeltaNet layers, 8 gated full-attention layers
     assert est.breakdown["linear_mixers"] > 0 and est.breakdown["attention"] > 0
