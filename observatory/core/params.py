@@ -98,6 +98,8 @@ FAMILIES: dict[str, Family] = {
                    ffn_default_x4=True),
     "codegen": Family(layer_norm=True, norms_per_layer=1, mlp_bias=True, gated=False, lm_head_bias=True,
                       ffn_default_x4=True),  # GPT-J's block: attention and MLP side by side after one LayerNorm
+    "openai-gpt": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False, tied=True,
+                         ffn_default_x4=True),
     "gpt_neo": Family(layer_norm=True, o_bias=True, mlp_bias=True, gated=False, tied=True, ffn_default_x4=True),
     "ctrl": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False, tied=True),
     "gpt_neox": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False),
@@ -183,6 +185,11 @@ class _Counter:
         self.warnings: list[str] = []
         self.sec: Section = select_section(cfg, [], {})
         self.family_name = self.sec.family or geom.model_type or ""
+        # Falcon's first releases (remote code): RefinedWebModel is the 7B layout, RefinedWeb the 40B one,
+        # which transformers' Falcon reads as new_decoder_architecture.
+        self.refined_web = self.family_name in ("RefinedWeb", "RefinedWebModel")
+        if self.refined_web:
+            self.family_name = "falcon"
         self.fam = FAMILIES.get(self.family_name, LLAMA)
         self.parts: dict[str, int] = {}
         self.inactive = 0  # routed-expert weights a token does not use
@@ -258,7 +265,7 @@ class _Counter:
         if not tied:
             self.add("lm_head", self.vocab * width + (self.vocab if self.fam.lm_head_bias else 0))
         positions = None
-        if self.family_name in ("gpt2", "gpt_neo"):  # learned absolute positions
+        if self.family_name in ("gpt2", "gpt_neo", "openai-gpt"):  # learned absolute positions
             positions = self.int_of(("n_positions", "max_position_embeddings"))
         elif self.family_name == "opt":
             # OPT's learned positions carry an offset of 2 rows
@@ -299,7 +306,7 @@ class _Counter:
         self._ffn(moe, wide=self._double_wide(i))
 
     def _falcon_norms(self) -> int:
-        if self.sec.flag("new_decoder_architecture"):
+        if self.sec.flag("new_decoder_architecture") or self.geom.model_type == "RefinedWeb":
             return self.int_of(("num_ln_in_parallel_attn",)) or 2
         return 1 if self.flag("parallel_attn", True) else 2
 
@@ -495,7 +502,8 @@ class _Counter:
     def _moe_layers(self, n_layers: int) -> set[int]:
         """Which layers route to experts, and the expert shapes; empty for a dense model."""
         sec = self.sec
-        experts = self.int_of(EXPERT_COUNT_KEYS) or self.int_of(("ffn_config.moe_num_experts",))
+        # Granite 4.0-H's dense models state num_local_experts: 0
+        experts = self.int_of(EXPERT_COUNT_KEYS, lo=0) or self.int_of(("ffn_config.moe_num_experts",))
         if not experts or experts < 2:
             self.experts = 0
             return set()

@@ -189,6 +189,10 @@ def test_jamba_routes_every_other_layer_to_experts():
     ("EleutherAI__gpt-neo-2.7B.json", 2.7e9),  # intermediate_size null: 4 x hidden; learned positions
     ("Salesforce__codegen-16B-multi.json", 16e9),  # n_inner null: 4 x n_embd
     ("Salesforce__ctrl.json", 1.63e9),  # the width is spelt dff
+    ("tiiuae__falcon-7b.json", 7.217e9),  # RefinedWebModel: Falcon's first layout (safetensors total)
+    ("tiiuae__falcon-40b.json", 41.8e9),  # RefinedWeb: two LayerNorms per block
+    ("openai-community__openai-gpt.json", 117e6),  # learned positions, 4 x n_embd
+    ("ibm-granite__granite-4.0-h-350m.json", 340e6),  # num_local_experts 0: a dense hybrid
 ])
 def test_a_null_or_unusual_ffn_width_still_gets_an_estimate(name, published):
     assert abs(estimate(name).total / published - 1) < 0.03
