@@ -187,8 +187,7 @@ class _Counter:
         self.family_name = self.sec.family or geom.model_type or ""
         # Falcon's first releases (remote code): RefinedWebModel is the 7B layout, RefinedWeb the 40B one,
         # which transformers' Falcon reads as new_decoder_architecture.
-        self.refined_web = self.family_name in ("RefinedWeb", "RefinedWebModel")
-        if self.refined_web:
+        if self.family_name in ("RefinedWeb", "RefinedWebModel"):
             self.family_name = "falcon"
         self.fam = FAMILIES.get(self.family_name, LLAMA)
         self.parts: dict[str, int] = {}

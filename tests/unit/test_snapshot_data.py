@@ -162,6 +162,10 @@ def test_readme_states_the_snapshot_as_it_is():
     years = sorted(entry.release_date.year for entry in ENTRIES)
     assert tuple(int(g) for g in stated.groups()) == (
         len(ENTRIES), years[0], years[-1], kinds["verbatim"], kinds["transcribed"], kinds["reconstructed"])
+    gaps = re.search(r"the\s+(\d+) unsourced dates and (\d+) counts estimated from the config", readme)
+    assert gaps, "README no longer says how many dates are unsourced and counts estimated"
+    assert (int(gaps[1]), int(gaps[2])) == (sum(e.release_date_source.startswith("unsourced") for e in ENTRIES),
+                                            sum(e.num_parameters is None for e in ENTRIES))
 
 
 def test_sources_are_well_formed():
