@@ -41,10 +41,10 @@ sys.path.insert(0, str(ROOT))
 
 from observatory.core import kvcache  # noqa: E402
 from observatory.core.geometry import PARSER_VERSION  # noqa: E402
-from observatory.db import make_engine, upgrade  # noqa: E402
-from observatory.ingest import derive  # noqa: E402
+from observatory.store.db import make_engine, upgrade  # noqa: E402
+from observatory.store.ingest import derive  # noqa: E402
+from observatory.store.trends import refresh_trends  # noqa: E402
 from observatory.testing.server import free_port  # noqa: E402
-from observatory.trend_store import refresh_trends  # noqa: E402
 
 START, END = date(2019, 1, 1), date(2026, 11, 1)
 RELATION_MIX = ("original", "finetune", "quantized", "adapter", "merge")

@@ -13,11 +13,11 @@ For each latency a fresh stand-in Hub (a separate process, so it does not share 
 - **lineage backfill**: the store's lineage and parameter counts wiped, as a crawl before issue
   10 left them; the next crawl reads them from listing pages alone (``models``: rows filled);
 - **naive peer**: list, then ``model_info`` + ``hf_hub_download(revision=sha)`` per model, one
-  after the other, storing through the same ``observatory.ingest`` path (a sample of
+  after the other, storing through the same ``observatory.store.ingest`` path (a sample of
   ``--naive-models``; its rate does not depend on how many it does).
 
 The latency stands in for the round trip to huggingface.co; both peers see the same. At 0 ms
-both are bound by this machine's CPU: storing a model through ``observatory.ingest`` (ORM rows for
+both are bound by this machine's CPU: storing a model through ``observatory.store.ingest`` (ORM rows for
 the model, the revision and its geometry) costs more than our one request, so the crawler can
 only win by the naive peer's two extra requests. With any real network in between (5 ms is a
 LAN; the Hub is tens of ms away) the naive loop pays three round trips per model in series while
@@ -49,13 +49,13 @@ from datetime import datetime, timezone  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import httpx2  # noqa: E402
-
-from observatory.crawler.run import crawl  # noqa: E402
-from observatory.db import make_engine, session_scope, upgrade  # noqa: E402
-from observatory.ingest import record_config, upsert_model  # noqa: E402
-from observatory.settings import Settings  # noqa: E402
-from observatory.tables import HubModel  # noqa: E402
 from sqlalchemy import func, select, update  # noqa: E402
+
+from observatory.pipeline import crawl  # noqa: E402  (the crawl and its after-crawl steps, as `observatory crawl`)
+from observatory.settings import Settings  # noqa: E402
+from observatory.store.db import make_engine, session_scope, upgrade  # noqa: E402
+from observatory.store.ingest import record_config, upsert_model  # noqa: E402
+from observatory.store.tables import HubModel  # noqa: E402
 
 SINCE = datetime(2000, 1, 1, tzinfo=timezone.utc)
 

@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 
 from observatory.bench.runner import local_device, measure  # noqa: E402
 from observatory.bench.shapes import attention_shape, counterfactual_shape  # noqa: E402
+from observatory.catalog.snapshot import load_entries  # noqa: E402
 from observatory.core.geometry import parse_config_text, parse_geometry  # noqa: E402
-from observatory.snapshot import load_entries  # noqa: E402
 
 # Attention settings as each model's config.json spells them (only the keys the geometry needs).
 MODELS = {
@@ -57,7 +57,7 @@ MODELS = {
     "llama-2-7b-mha": {"model_type": "llama", "num_attention_heads": 32, "num_key_value_heads": 32,
                        "hidden_size": 4096, "num_hidden_layers": 32},
 }
-# MLA models, read from the bundled snapshot (observatory/data/snapshot.json and its configs).
+# MLA models, read from the bundled snapshot (observatory/catalog/data/snapshot.json and its configs).
 SNAPSHOT_MODELS = {
     "deepseek-v3": "deepseek-ai/DeepSeek-V3",  # H = 128, latent 512 + 64
     "kimi-k2": "moonshotai/Kimi-K2-Instruct",  # H = 64

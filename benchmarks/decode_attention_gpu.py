@@ -50,7 +50,12 @@ def say(*parts) -> None:
 def check_correctness(torch) -> bool:
     from dataclasses import replace
 
-    from kernel_support import TRITON_CASES, TRITON_MLA_CASES, assert_close, run_triton_cases
+    from kernel_support import (
+        TRITON_CASES,
+        TRITON_MLA_CASES,
+        assert_close,
+        run_triton_cases,
+    )
 
     base = list(TRITON_CASES) + list(TRITON_MLA_CASES)
     cases = base + [replace(c, id=c.id + "-bf16", dtype="bf16") for c in base]
@@ -197,8 +202,9 @@ def mla_floor(rows) -> None:
         say("  (no MLA rows at batch >= 64 ran)")
         return
     rate, name, case = best
-    from observatory.hardware import match_device
     import torch
+
+    from observatory.catalog.hardware import match_device
 
     catalog = match_device(torch.cuda.get_device_name())
     peak = catalog.bf16_dense_flops / 1e12 if catalog and catalog.bf16_dense_flops else H800_BF16_TFLOPS

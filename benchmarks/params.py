@@ -3,10 +3,10 @@
     python benchmarks/params.py            # prints the tables; exit status 1 if a floor fails
     python benchmarks/params.py --json     # the rows as JSON
 
-Known counts and their sources live in ``observatory/data/param_counts.json``: safetensors or
+Known counts and their sources live in ``observatory/catalog/data/param_counts.json``: safetensors or
 ``.bin`` index totals read in public mirrors (exact), the Hub's own index files, model cards and
 papers (rounded; their rounding is the row's tolerance). Every bundled config
-(``observatory/data/configs/``) is estimated; those with a known total are compared.
+(``observatory/catalog/data/configs/``) is estimated; those with a known total are compared.
 
 The peer is the textbook rule of thumb N = 12 * layers * hidden^2 + embeddings (untied: twice),
 which assumes MHA, a 4x non-gated MLP and no experts.
@@ -31,7 +31,7 @@ from observatory.core.config_dialects import ConfigError  # noqa: E402
 from observatory.core.geometry import parse_geometry  # noqa: E402
 from observatory.core.params import estimate_parameters  # noqa: E402
 
-DATA = ROOT / "observatory" / "data"
+DATA = ROOT / "observatory" / "catalog" / "data"
 MEDIAN_FLOOR, WORST_FLOOR, ACTIVE_FLOOR = 1.0, 5.0, 5.0
 
 

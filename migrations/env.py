@@ -2,8 +2,8 @@
 
 from alembic import context
 
-from observatory.db import import_table_modules, make_engine
 from observatory.settings import get_settings
+from observatory.store.db import import_table_modules, make_engine
 
 config = context.config
 target_metadata = import_table_modules().metadata

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from observatory.commands import alerts as alerts_commands
-from observatory.commands import crawl as crawl_commands
 from observatory.commands import bench as bench_commands
+from observatory.commands import crawl as crawl_commands
 from observatory.commands import db as db_commands
 from observatory.commands import inspect as inspect_commands
 from observatory.commands import serve as serve_commands

@@ -1,18 +1,11 @@
-"""What runs after every crawl: the place where other domains hook in.
+"""A crawl and what runs after it: the place where other domains hook in.
 
-``after_crawl`` is called by the crawler once a run is stored (whatever its status, so a step
-can decide for itself; ``run.new + run.changed`` says whether anything arrived). Each step is
-one ``_step(...)`` line below, imported inside the function so the crawler does not depend on
-the step's module at import time, and isolated so one failing step never stops the others
+``crawl`` runs one crawl (``crawler.run.crawl``) and hands it ``after_crawl``, which the crawler
+calls once a run is stored (whatever its status, so a step can decide for itself;
+``run.new + run.changed`` says whether anything arrived). ``scheduled_crawl`` is the schedule's
+crawl job. Each step is one line of ``after_crawl`` below, imported inside its function so that
+importing the pipeline costs nothing, and isolated so one failing step never stops the others
 (its error is logged and returned).
-
-Add a step like this::
-
-    def _refresh_trends(engine, settings, run):
-        from observatory.trends_jobs import refresh
-        refresh(engine, settings)
-
-    steps = [("trends", _refresh_trends), ...]
 """
 
 from __future__ import annotations
@@ -22,13 +15,13 @@ import logging
 from sqlalchemy.engine import Engine
 
 from observatory.settings import Settings
-from observatory.tables import CrawlRun
+from observatory.store.tables import CrawlRun
 
 log = logging.getLogger(__name__)
 
 
 def _trends(engine: Engine, settings: Settings, run: CrawlRun) -> None:
-    from observatory.trend_store import ensure_trends
+    from observatory.store.trends import ensure_trends
 
     ensure_trends(engine)  # a no-op when the run stored nothing new
 
@@ -55,3 +48,38 @@ def after_crawl(engine: Engine, settings: Settings, run: CrawlRun) -> dict[str, 
             log.exception("after-crawl step %s failed", name)
             results[name] = f"{type(exc).__name__}: {exc}"
     return results
+
+
+def crawl(engine: Engine, settings: Settings, **options) -> CrawlRun:
+    """One crawl (``crawler.run.crawl`` and its ``options``), then the after-crawl steps."""
+    from observatory.crawler.run import crawl as run_crawl
+
+    return run_crawl(engine, settings, after=after_crawl, **options)
+
+
+def scheduled_crawl(engine: Engine, settings: Settings) -> CrawlRun | None:
+    """The scheduler's crawl job: the default scope, bounded by ``crawl_max_models``.
+
+    Skipped while the Hub's last "come back later" (a ``rate_limited`` run) has not passed. An
+    ``unreachable`` run is stored, then raised as ``HubUnreachable`` for the scheduler to report.
+    """
+    from observatory.crawler import store
+    from observatory.crawler.run import CrawlBusy
+    from observatory.hub.policy import HubUnreachable
+    from observatory.scheduler import stop_requested
+    from observatory.store.db import session_scope
+    from observatory.store.tables import utcnow
+
+    with session_scope(engine) as session:
+        retry_at = store.retry_at(session)
+    if retry_at is not None and retry_at > utcnow():
+        log.info("scheduled crawl skipped: the Hub asked us to wait until %s", retry_at.isoformat())
+        return None
+    try:
+        run = crawl(engine, settings, max_models=settings.crawl_max_models, should_stop=stop_requested)
+    except CrawlBusy:
+        log.info("scheduled crawl skipped: another crawl is running")
+        return None
+    if run.status == "unreachable":
+        raise HubUnreachable(run.error)
+    return run

@@ -30,20 +30,19 @@ import importlib
 import importlib.util
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-
-import time
 
 from apscheduler.executors.base import BaseExecutor, run_job
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.engine import Engine
 
-from observatory import lease
 from observatory.hub import transport
 from observatory.hub.policy import HubUnreachable, RateLimited
 from observatory.settings import Settings
+from observatory.store import lease
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +66,7 @@ class JobSpec:
 
 
 JOBS: list[JobSpec] = [
-    JobSpec("crawl", "observatory.crawler.run:scheduled_crawl", lambda s: s.crawl_interval_s, first_delay_s=5),
+    JobSpec("crawl", "observatory.pipeline:scheduled_crawl", lambda s: s.crawl_interval_s, first_delay_s=5),
     JobSpec("stats-refresh", "observatory.crawler.stats:refresh_popular", lambda s: s.stats_refresh_interval_s,
             first_delay_s=120),
     # Spot-benchmarks of newly crawled models, when the bench domain is installed.

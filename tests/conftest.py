@@ -29,7 +29,7 @@ def settings(tmp_path, monkeypatch):
 
 @pytest.fixture
 def db_url(settings) -> str:
-    from observatory.db import upgrade
+    from observatory.store.db import upgrade
 
     url = settings.resolved_database_url
     upgrade(url)
@@ -38,7 +38,7 @@ def db_url(settings) -> str:
 
 @pytest.fixture
 def engine(db_url):
-    from observatory.db import make_engine
+    from observatory.store.db import make_engine
 
     eng = make_engine(db_url)
     yield eng

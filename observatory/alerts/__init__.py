@@ -3,5 +3,6 @@ signed webhooks, Atom feeds and e-mail.
 
 Modules: ``rules`` (pure rule evaluation), ``evaluate`` (state, events, outbox), ``delivery``
 (the worker), ``webhooks`` (Standard Webhooks), ``ssrf`` (vetting and pinning target URLs),
-``email``, ``feeds``, ``subscriptions``, ``api`` and ``pages`` (HTTP), ``tables``.
+``email``, ``feeds``, ``subscriptions``, ``limits``, ``tables``. Its URLs are ``web.api.alerts`` and
+``web.pages.alerts``/``feeds``. Imports ``core``, ``settings``, ``store`` and ``hub``.
 """

@@ -37,10 +37,15 @@ from observatory.alerts.tables import (
     WebhookEndpoint,
     new_id,
 )
-from observatory.alerts.webhooks import AttemptOutcome, retry_at, retry_delay, send_webhook
-from observatory.db import session_scope
+from observatory.alerts.webhooks import (
+    AttemptOutcome,
+    retry_at,
+    retry_delay,
+    send_webhook,
+)
 from observatory.settings import Settings
-from observatory.tables import utcnow
+from observatory.store.db import session_scope
+from observatory.store.tables import utcnow
 
 _rng = random.Random()
 

@@ -38,11 +38,11 @@ from observatory.alerts.tables import (
     new_id,
 )
 from observatory.alerts.webhooks import event_payload
-from observatory.db import read_session, session_scope
-from observatory.settings import Settings
-from observatory.tables import ConfigRevision, GeometryRow, HubModel, utcnow
-from observatory.trend_store import Population, load_trend_rows
 from observatory.core.trends import TrendRow
+from observatory.settings import Settings
+from observatory.store.db import read_session, session_scope
+from observatory.store.tables import ConfigRevision, GeometryRow, HubModel, utcnow
+from observatory.store.trends import Population, load_trend_rows
 
 TREND_KINDS = ("median_g_shift", "kind_share", "g_over_16_share")
 log = logging.getLogger(__name__)

@@ -20,8 +20,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, delete, select
 
 from observatory.alerts.tables import AlertSubscription, RateBucket, WebhookEndpoint
-from observatory.db import session_scope
-from observatory.tables import utcnow
+from observatory.store.db import session_scope
+from observatory.store.tables import utcnow
 
 
 class LimitExceeded(Exception):

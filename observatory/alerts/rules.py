@@ -57,7 +57,6 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from observatory.trend_store import Population
 from observatory.core.trends import (
     ATTENTION_KINDS,
     G_TIPPING_POINT,
@@ -72,9 +71,10 @@ from observatory.core.trends import (
     attention_stack,
     describe_kind,
     group_by_period,
+    period_label,
     points_from_groups,
 )
-from observatory.web.chart_specs import period_label  # pure: the labels the trend pages show
+from observatory.store.trends import Population
 
 MAX_MODELS_LISTED = 20  # models named in one alert; the payload says how many were left out
 

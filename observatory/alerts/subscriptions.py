@@ -35,9 +35,9 @@ from observatory.alerts.tables import (
     new_id,
 )
 from observatory.alerts.webhooks import new_secret, secret_hint, vet
-from observatory.db import session_scope
 from observatory.settings import Settings
-from observatory.tables import utcnow
+from observatory.store.db import session_scope
+from observatory.store.tables import utcnow
 
 MAX_SUBSCRIPTIONS_PER_OWNER = 50
 MAX_RULES = 20

@@ -22,10 +22,10 @@ from observatory.bench import store
 from observatory.bench.runner import DoesNotFit, LocalDevice, local_device, measure
 from observatory.bench.shapes import SkipShape, attention_shape, counterfactual_shape
 from observatory.bench.tables import BenchResult
-from observatory.db import session_scope
-from observatory.queries import current_geometry
 from observatory.settings import Settings
-from observatory.tables import HubModel
+from observatory.store.db import session_scope
+from observatory.store.queries.models import current_geometry
+from observatory.store.tables import HubModel
 
 log = logging.getLogger(__name__)
 

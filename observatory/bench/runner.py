@@ -13,12 +13,24 @@ import torch
 from kernels import gqa_decode, mla_decode
 from kernels.api import choose_backend
 from kernels.peers import available_mla_peers, available_peers
-from observatory.bench.shapes import TORCH_DTYPES, AttentionShape, input_bytes, make_inputs, rotation_copies
-from observatory.bench.timing import Contender, Timing, copy_contender, matmul_contender, time_interleaved
+from observatory.bench.shapes import (
+    TORCH_DTYPES,
+    AttentionShape,
+    input_bytes,
+    make_inputs,
+    rotation_copies,
+)
+from observatory.bench.timing import (
+    Contender,
+    Timing,
+    copy_contender,
+    matmul_contender,
+    time_interleaved,
+)
+from observatory.catalog.hardware import Device, match_device
 from observatory.core import roofline
 from observatory.core.geometry import Geometry
 from observatory.core.kvcache import mha_counterfactual
-from observatory.hardware import Device, match_device
 
 # Bytes a rotation of input copies spans, and the size of the ceiling copy, per device type: beyond
 # the last-level cache (this CPU's L3 is 260 MB; H100/H200 L2 is 50 MB).

@@ -8,7 +8,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from observatory.bench.tables import BenchResult
-from observatory.db import session_scope
+from observatory.store.db import session_scope
 
 if TYPE_CHECKING:  # the runner imports torch; the web app reads results without it
     from observatory.bench.runner import CaseResult, LocalDevice
@@ -98,3 +98,21 @@ def benchmarked_models(session: Session, device_name: str) -> set[str]:
     ids = session.exec(select(BenchResult.model_id).where(BenchResult.device == device_name[:200],
                                                           BenchResult.model_id.is_not(None)).distinct()).all()
     return set(ids)
+
+
+def measured_gqa_dividend(session: Session, model_id: str) -> dict | None:
+    """Our measured GQA dividend for ``model_id`` (MHA-twin time / own time), or None while the
+    store holds none.
+
+    The spot-benchmarks gain the MHA counterfactual with issue 15 part 1; a result carries the
+    dividend once it has ``measured_speedup`` (and, beside it, the roofline's
+    ``predicted_speedup``). This is the one place that reads it, so it follows that schema as it
+    grows.
+    """
+    for row in results_for_model(session, model_id):
+        speedup = row.get("measured_speedup")
+        if row.get("status") == "ok" and speedup is not None:
+            return {"speedup": speedup, "predicted_speedup": row.get("predicted_speedup"),
+                    "context": row.get("context"), "batch": row.get("batch"), "device": row.get("device"),
+                    "backend": row.get("backend"), "dtype": row.get("dtype"), "created_at": row.get("created_at")}
+    return None

@@ -14,7 +14,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from observatory.tables import utcnow
+from observatory.store.tables import utcnow
 
 
 class BenchResult(SQLModel, table=True):

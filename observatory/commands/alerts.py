@@ -9,8 +9,8 @@ import click
 
 
 def _store():
-    from observatory.db import get_engine, upgrade
     from observatory.settings import get_settings
+    from observatory.store.db import get_engine, upgrade
 
     settings = get_settings()
     upgrade(settings.resolved_database_url)

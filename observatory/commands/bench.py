@@ -7,8 +7,8 @@ import json
 
 import click
 
-from observatory.db import get_engine, upgrade
 from observatory.settings import get_settings
+from observatory.store.db import get_engine, upgrade
 
 DTYPES = ("auto", "fp32", "fp16", "bf16")
 MAX_CONTEXT = 1 << 20
@@ -54,8 +54,13 @@ def bench(model_ids, contexts, batches, dividend, dtype, device, backend, limit,
     beside the roofline's. Results are stored for the model pages unless --no-store.
     """
     from kernels.api import choose_backend
-    from observatory.bench.jobs import (DIVIDEND_BATCHES, DIVIDEND_CONTEXTS, UnknownModel, bench_models,
-                                        notable_unbenchmarked)
+    from observatory.bench.jobs import (
+        DIVIDEND_BATCHES,
+        DIVIDEND_CONTEXTS,
+        UnknownModel,
+        bench_models,
+        notable_unbenchmarked,
+    )
     from observatory.bench.runner import local_device
     from observatory.bench.store import row_dict
 

@@ -71,7 +71,7 @@ def crawl(scope_name, since, max_models, pipeline_tags, any_pipeline, libraries,
     resumes.
     """
     from observatory.crawler.health import open_failures, recent_runs, run_to_dict
-    from observatory.db import get_engine, session_scope, upgrade
+    from observatory.store.db import get_engine, session_scope, upgrade
 
     settings = get_settings()
     if list_runs or list_failures:
@@ -114,8 +114,9 @@ def _crawl_now(engine, settings, scope_name, since, max_models, pipeline_tags, a
                min_downloads, author, hub_filter, no_retry, no_progress):
     from tqdm import tqdm
 
-    from observatory.crawler.run import CrawlBusy, crawl as run_crawl
+    from observatory.crawler.run import CrawlBusy
     from observatory.crawler.scope import ScopeMismatch, build_scope
+    from observatory.pipeline import crawl as run_crawl
 
     scope = build_scope(scope_name, pipeline_tags=pipeline_tags, any_pipeline=any_pipeline, libraries=libraries,
                         min_downloads=min_downloads, author=author, hub_filter=hub_filter)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from observatory.db import current_revisions, get_engine, upgrade
-from observatory.rederive import rederive_stale
 from observatory.settings import get_settings
+from observatory.store.db import current_revisions, get_engine, upgrade
+from observatory.store.rederive import rederive_stale
 
 
 @click.group()

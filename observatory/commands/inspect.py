@@ -10,7 +10,13 @@ from typing import Any
 
 import click
 
-from observatory.core.geometry import MAX_CONFIG_CHARS, ConfigError, Geometry, parse_config_text, parse_geometry
+from observatory.core.geometry import (
+    MAX_CONFIG_CHARS,
+    ConfigError,
+    Geometry,
+    parse_config_text,
+    parse_geometry,
+)
 from observatory.core.kvcache import (
     DTYPE_BYTES,
     bytes_per_token,

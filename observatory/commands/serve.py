@@ -54,9 +54,9 @@ def served_app() -> FastAPI:
 def prepare_store(settings: Settings) -> None:
     """Schema up to date, on a fresh store the bundled snapshot loaded, trends current; each
     worker's start-up then finds nothing left to do."""
-    from observatory.db import get_engine, upgrade
-    from observatory.snapshot import ensure_snapshot
-    from observatory.trend_store import ensure_trends
+    from observatory.catalog.snapshot import ensure_snapshot
+    from observatory.store.db import get_engine, upgrade
+    from observatory.store.trends import ensure_trends
 
     upgrade(settings.resolved_database_url)
     engine = get_engine(settings)

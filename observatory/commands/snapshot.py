@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from observatory.db import get_engine, upgrade
+from observatory.catalog.snapshot import SnapshotError, load_entries, load_snapshot
 from observatory.settings import get_settings
-from observatory.snapshot import SnapshotError, load_entries, load_snapshot
+from observatory.store.db import get_engine, upgrade
 
 _FILE_OPTION = click.option(
     "--file",
@@ -55,7 +55,7 @@ def load_command(path: Path | None, as_json: bool) -> None:
 def list_command(path: Path | None, as_json: bool) -> None:
     """List the models in the snapshot with their attention geometry (reads no database)."""
     from observatory.core import kvcache
-    from observatory.ingest import derive
+    from observatory.store.ingest import derive
 
     try:
         entries = load_entries(path)
@@ -106,7 +106,7 @@ def list_command(path: Path | None, as_json: bool) -> None:
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
 def export_command(path: Path | None, fmt: str, as_json: bool, out_dir: Path) -> None:
     """Export the snapshot as a citable dataset into OUT_DIR (reads no database)."""
-    from observatory.snapshot_export import export
+    from observatory.catalog.snapshot_export import export
 
     try:
         written = export(out_dir, fmt, path)

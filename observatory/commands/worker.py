@@ -19,8 +19,8 @@ def worker(log_level: str) -> None:
     Several workers (or web servers) may run against one store: only the holder of the
     scheduler lease runs jobs, the others stand by and take over if it stops.
     """
-    from observatory.db import get_engine, upgrade
     from observatory.scheduler import SchedulerHandle
+    from observatory.store.db import get_engine, upgrade
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = get_settings()

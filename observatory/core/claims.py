@@ -25,8 +25,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from observatory.core.geometry import Geometry
-from observatory.core.kvcache import GB, GiB, bytes_per_token, cache_bytes, mha_counterfactual
-from observatory.core.roofline import MeasuredMachine, Machine, decode_estimate, max_batch
+from observatory.core.kvcache import (
+    GB,
+    GiB,
+    bytes_per_token,
+    cache_bytes,
+    mha_counterfactual,
+)
+from observatory.core.roofline import (
+    Machine,
+    MeasuredMachine,
+    decode_estimate,
+    max_batch,
+)
 
 HOLDS, CAVEATS, FAILS = "holds", "holds with caveats", "does not hold"
 VERDICTS = (HOLDS, CAVEATS, FAILS)

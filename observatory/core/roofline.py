@@ -39,7 +39,12 @@ from dataclasses import asdict, dataclass, replace
 from typing import Iterable, Protocol
 
 from observatory.core.geometry import Geometry
-from observatory.core.kvcache import cache_bytes, dtype_bytes, max_sequences, mha_counterfactual
+from observatory.core.kvcache import (
+    cache_bytes,
+    dtype_bytes,
+    max_sequences,
+    mha_counterfactual,
+)
 
 DEFAULT_PER_CALL_S = 10e-6  # measured floor per decode-attention call: 8.4–11.5 µs (anchors §3.10)
 AIC_BANDWIDTH_EFFICIENCY = 0.8  # aiconfigurator's mem_bw_empirical_scaling_factor, for callers who want it

@@ -175,6 +175,15 @@ def period_start(when: datetime | date, period: str) -> date:
     raise ValueError(f"unknown period {period!r}; expected one of {', '.join(PERIODS)}")
 
 
+def period_label(start: date, period: str) -> str:
+    """How the pages, the API and alert messages name a period: 2024-Q3, 2024-07, or a week's first day."""
+    if period == "quarter":
+        return f"{start.year}-Q{(start.month - 1) // 3 + 1}"
+    if period == "week":
+        return start.isoformat()
+    return f"{start.year}-{start.month:02d}"
+
+
 def next_period(start: date, period: str) -> date:
     if period == "week":
         return start + timedelta(days=7)

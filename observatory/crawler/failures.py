@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+
 @dataclass(frozen=True)
 class RetryPolicy:
     base_s: float

@@ -7,9 +7,9 @@ from datetime import datetime
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from observatory import lease
 from observatory.crawler.tables import CrawlFailure, CrawlScope
-from observatory.tables import CrawlRun, utcnow
+from observatory.store import lease
+from observatory.store.tables import CrawlRun, utcnow
 
 
 def run_to_dict(run: CrawlRun) -> dict:

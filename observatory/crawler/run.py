@@ -29,19 +29,19 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.engine import Engine
 
-from observatory import lease
+from observatory.core.repo_ids import is_valid_repo_id
 from observatory.crawler import marks, store
 from observatory.crawler.failures import RetryPolicy
 from observatory.crawler.scope import Scope
-from observatory.db import session_scope
 from observatory.hub import session as hub_session
 from observatory.hub import transport
 from observatory.hub.files import Fetched, fetch_config
 from observatory.hub.listing import LISTING_FAILURES, Listed, SortKey, list_newest
 from observatory.hub.policy import HubUnreachable, RateLimited
-from observatory.core.repo_ids import is_valid_repo_id
 from observatory.settings import Settings
-from observatory.tables import CrawlRun, utcnow
+from observatory.store import lease
+from observatory.store.db import session_scope
+from observatory.store.tables import CrawlRun, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +67,15 @@ class Stopped(RuntimeError):
 
 
 Progress = Callable[[dict], None]
+AfterCrawl = Callable[[Engine, Settings, CrawlRun], object]
 
 
 def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, since: datetime | None = None,
           max_models: int | None = None, retry: bool = True, progress: Progress | None = None,
-          should_stop: Callable[[], bool] | None = None) -> CrawlRun:
+          should_stop: Callable[[], bool] | None = None, after: AfterCrawl | None = None) -> CrawlRun:
     """Run one crawl and return its stored ``CrawlRun``. Raises ``CrawlBusy`` if one is running.
+    ``after(engine, settings, run)`` runs once the run is stored, unless it is stopping
+    (``pipeline.crawl`` passes the after-crawl steps).
 
     The run's status says how it ended: ``ok``; ``interrupted`` (``should_stop`` said so, polled
     by every wait and socket read, or the lease was lost); ``rate_limited`` (the Hub asked for a
@@ -128,10 +131,8 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
                               time.monotonic() - started, extra)
     finally:
         lease.release(engine, LEASE_NAME, holder)
-    if not job.should_stop():  # shutting down: the next start-up brings trends up to date
-        from observatory import pipeline
-
-        pipeline.after_crawl(engine, settings, run)
+    if after is not None and not job.should_stop():  # shutting down: the next start-up brings trends up to date
+        after(engine, settings, run)
     return run
 
 
@@ -441,26 +442,3 @@ def _take_until(items: Iterator[Listed], size: int, stop: Callable[[Listed], boo
         if stop(item) or len(chunk) >= size:
             break
     return chunk
-
-
-def scheduled_crawl(engine: Engine, settings: Settings) -> CrawlRun | None:
-    """The scheduler's crawl job: the default scope, bounded by ``crawl_max_models``.
-
-    Skipped while the Hub's last "come back later" (a ``rate_limited`` run) has not passed. An
-    ``unreachable`` run is stored, then raised as ``HubUnreachable`` for the scheduler to report.
-    """
-    from observatory.scheduler import stop_requested
-
-    with session_scope(engine) as session:
-        retry_at = store.retry_at(session)
-    if retry_at is not None and retry_at > utcnow():
-        log.info("scheduled crawl skipped: the Hub asked us to wait until %s", retry_at.isoformat())
-        return None
-    try:
-        run = crawl(engine, settings, max_models=settings.crawl_max_models, should_stop=stop_requested)
-    except CrawlBusy:
-        log.info("scheduled crawl skipped: another crawl is running")
-        return None
-    if run.status == "unreachable":
-        raise HubUnreachable(run.error)
-    return run

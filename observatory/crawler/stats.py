@@ -13,13 +13,13 @@ import logging
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from observatory.core.repo_ids import is_valid_repo_id
 from observatory.crawler import store
-from observatory.db import session_scope
 from observatory.hub import session as hub_session
 from observatory.hub.listing import LISTING_FAILURES, list_newest
-from observatory.core.repo_ids import is_valid_repo_id
 from observatory.settings import Settings
-from observatory.tables import HubModel, utcnow
+from observatory.store.db import session_scope
+from observatory.store.tables import HubModel, utcnow
 
 log = logging.getLogger(__name__)
 CHUNK = 500

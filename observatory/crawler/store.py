@@ -1,4 +1,4 @@
-"""The crawler's reads and writes. Configs go through ``observatory.ingest`` (the one write path).
+"""The crawler's reads and writes. Configs go through ``observatory.store.ingest`` (the one write path).
 
 Every write is idempotent on (model, sha): a revision already stored is a no-op in
 ``record_configs``, a failure row is keyed by model. So a batch written twice (a crash after the
@@ -16,16 +16,21 @@ from typing import Any
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
+from observatory.core.geometry import ConfigError, parse_config_text
+from observatory.core.lineage import classify, parse_safetensors
+from observatory.core.repo_ids import is_valid_repo_id
 from observatory.crawler.failures import RetryPolicy, next_state
 from observatory.crawler.scope import Scope, check_definition
 from observatory.crawler.tables import CrawlFailure, CrawlScope
-from observatory.db import batches
-from observatory.core.geometry import ConfigError, parse_config_text
 from observatory.hub.files import Fetched
-from observatory.core.lineage import classify, parse_safetensors
-from observatory.core.repo_ids import is_valid_repo_id
-from observatory.ingest import ConfigItem, record_configs, update_model_rows, upsert_models
-from observatory.tables import ConfigRevision, CrawlRun, GeometryRow, HubModel
+from observatory.store.db import batches
+from observatory.store.ingest import (
+    ConfigItem,
+    record_configs,
+    update_model_rows,
+    upsert_models,
+)
+from observatory.store.tables import ConfigRevision, CrawlRun, GeometryRow, HubModel
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Crawler state: per-scope marks, per-model failures, and leases (crawl lock, scheduler leader).
+"""Crawler state: per-scope marks and per-model failures (leases live in ``observatory.store.tables``).
 
 Alembic revision ``0002_crawler`` creates these; keep the two in step.
 """
@@ -10,7 +10,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from observatory.tables import utcnow
+from observatory.store.tables import utcnow
 
 
 class CrawlScope(SQLModel, table=True):
@@ -49,14 +49,3 @@ class CrawlFailure(SQLModel, table=True):
     next_attempt_at: datetime | None = None
     resolved_at: datetime | None = None  # set when a later fetch of the model succeeded
     run_id: int | None = None
-
-
-class Lease(SQLModel, table=True):
-    """A named lease (``crawl``, ``scheduler``): one holder at a time, lapsing at ``expires_at``."""
-
-    __tablename__ = "lease"
-
-    name: str = Field(primary_key=True, max_length=50)
-    holder: str = Field(max_length=200)  # "host:pid:token"
-    acquired_at: datetime = Field(default_factory=utcnow)
-    expires_at: datetime

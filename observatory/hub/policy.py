@@ -33,7 +33,7 @@ from huggingface_hub.utils import get_session
 from observatory.hub import transport
 from observatory.hub.ratelimit import GATE, bucket_of, server_wait
 from observatory.settings import Settings
-from observatory.tables import utcnow
+from observatory.store.tables import utcnow
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 MAX_REDIRECTS = 5

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import contextvars
 import threading
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-import urllib.request
 from urllib.parse import urlsplit
 
 import httpx2

@@ -6,6 +6,7 @@ an empty store, so ``observatory serve`` works offline on a fresh machine.
 
 from __future__ import annotations
 
+import importlib
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -14,8 +15,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from observatory.db import get_engine, upgrade
 from observatory.settings import Settings, get_settings
+from observatory.store.db import get_engine, upgrade
 from observatory.web.errors import install_error_handlers
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -84,6 +85,13 @@ class HeadAsGet:
         await self.app({**scope, "method": "GET"}, receive, send_without_body)
 
 
+API_MODULES = tuple(f"observatory.web.api.{name}" for name in (
+    "docs", "models", "trends", "hardware", "crawl", "claims", "alerts"))
+PAGE_MODULES = tuple(f"observatory.web.pages.{name}" for name in (
+    "home", "trends", "models", "model", "hardware", "claims", "research", "prices", "crawl", "methodology",
+    "benchmarks", "alerts", "feeds"))
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = get_engine(settings)
@@ -91,11 +99,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         upgrade(settings.resolved_database_url)
-        from observatory.snapshot import ensure_snapshot
+        from observatory.catalog.snapshot import ensure_snapshot
 
         ensure_snapshot(engine, settings)
-        from observatory.rederive import rederive_stale
-        from observatory.trend_store import ensure_trends
+        from observatory.store.rederive import rederive_stale
+        from observatory.store.trends import ensure_trends
 
         rederive_stale(engine)  # a newer parser re-derives what an older one stored
 
@@ -111,7 +119,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="How open language models spend memory on attention state: "
         "attention geometry, KV-cache cost and trends of MHA, MQA, GQA and MLA.",
         openapi_url="/api/v1/openapi.json",
-        docs_url=None,  # observatory.web.api_docs serves the vendored Swagger UI instead
+        docs_url=None,  # observatory.web.api.docs serves the vendored Swagger UI instead
         redoc_url=None,
         lifespan=lifespan,
     )
@@ -124,21 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
-    # Routers, one line each.
-    from observatory.web import api_claims, api_crawl, api_docs, api_hardware, api_models, api_trends
-
-    app.include_router(api_docs.router)
-
-    app.include_router(api_models.router)
-    app.include_router(api_trends.router)
-    app.include_router(api_hardware.router)
-    app.include_router(api_crawl.router)
-    app.include_router(api_claims.router)
-    from observatory.web import pages
-
-    app.include_router(pages.router)
-    from observatory.alerts import api as alerts_api, pages as alerts_pages
-
-    app.include_router(alerts_api.router)
-    app.include_router(alerts_pages.router)
+    # Routers: the API's, then the pages' (a page module's order decides nothing; each owns its paths).
+    for module in (*API_MODULES, *PAGE_MODULES):
+        app.include_router(importlib.import_module(module).router)
     return app

@@ -25,6 +25,7 @@ from observatory.core.trends import (
     THIN_N,
     TrendPoint,
     next_period,
+    period_label,
 )
 
 STACK_LABELS = {"attention": "attention only", "hybrid": "hybrid (attention + SSM/linear)",
@@ -41,14 +42,6 @@ def epoch_ms(value: date | datetime | None) -> int | None:
     elif value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     return int(value.timestamp() * 1000)
-
-
-def period_label(start: date, period: str) -> str:
-    if period == "quarter":
-        return f"{start.year}-Q{(start.month - 1) // 3 + 1}"
-    if period == "week":
-        return start.isoformat()
-    return f"{start.year}-{start.month:02d}"
 
 
 def kind_share(points: Sequence[TrendPoint], period: str) -> dict:

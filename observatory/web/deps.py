@@ -16,8 +16,8 @@ from fastapi import Depends, Request
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from observatory.db import read_session
 from observatory.settings import Settings
+from observatory.store.db import read_session
 
 
 async def get_app_settings(request: Request) -> Settings:

@@ -1,5 +1,5 @@
 """How pages are rendered: number formatting, the Jinja2 environment, and answering in three
-formats (HTML, the JSON twin, CSV). Shared by every page module (``pages``, ``alerts.pages``).
+formats (HTML, the JSON twin, CSV). Shared by every page module (``web.pages``).
 
 Autoescaping is on for every template; ``StrictUndefined`` turns a missing variable into an
 error instead of an empty string. Formatting rules match ``static/kv-calculator.js`` so the
@@ -23,7 +23,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from observatory.db import PROJECT_ROOT
+from observatory.store.db import PROJECT_ROOT
 
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -319,3 +319,8 @@ def wants_html(request: Request) -> bool:
     if path.startswith(("/api/", "/static/")) or path.endswith((".json", ".csv", ".xml", ".atom")):
         return False
     return "text/html" in request.headers.get("accept", "")
+
+
+def request_base(request: Request, settings) -> str:
+    """The site's base URL for links that leave the page (feeds, alert links): the setting, else the request's."""
+    return settings.base_url.rstrip("/") if settings.base_url else str(request.base_url).rstrip("/")

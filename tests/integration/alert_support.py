@@ -14,8 +14,8 @@ from sqlmodel import Session, select
 
 from observatory.alerts import subscriptions
 from observatory.alerts.tables import AlertDelivery, DeliveryAttempt, WebhookEndpoint
-from observatory.db import session_scope
-from observatory.ingest import record_config, upsert_model
+from observatory.store.db import session_scope
+from observatory.store.ingest import record_config, upsert_model
 
 # Retries in milliseconds, short timeouts, loopback targets allowed: every wait stays bounded.
 FAST = dict(

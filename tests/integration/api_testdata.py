@@ -1,5 +1,5 @@
 """A small store for the API tests: hand-made models through the real write path
-(``observatory.ingest``), chosen to exercise every filter, sort tie and NULL, and an
+(``observatory.store.ingest``), chosen to exercise every filter, sort tie and NULL, and an
 independent oracle that reads the SQLite file with plain ``sqlite3``."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from datetime import date, datetime, timezone
 
 from sqlalchemy.engine import Engine
 
-from observatory.db import session_scope
-from observatory.ingest import record_config, upsert_model
+from observatory.store.db import session_scope
+from observatory.store.ingest import record_config, upsert_model
 
 
 def llama(heads: int, kv: int, layers: int = 32, hidden: int = 4096) -> dict:
@@ -171,9 +171,9 @@ def oracle(rows: list[dict], *, kind=(), hybrid=None, g_min=None, g_max=None, au
 def built_store(data_dir, *, refresh: bool = False, **settings_fields):
     """(settings, engine) for a migrated store in ``data_dir`` holding SPECS; trends refreshed
     when asked. The caller disposes of the engine."""
-    from observatory.db import make_engine, upgrade
     from observatory.settings import Settings
-    from observatory.trend_store import refresh_trends
+    from observatory.store.db import make_engine, upgrade
+    from observatory.store.trends import refresh_trends
 
     settings = Settings(data_dir=data_dir, autoload_snapshot=False, **settings_fields)
     upgrade(settings.resolved_database_url)

@@ -61,7 +61,7 @@ def pg_template(pg_admin_url):
     from pg_support import create_database, drop_database
     from sqlalchemy.engine import make_url
 
-    from observatory.db import upgrade
+    from observatory.store.db import upgrade
 
     url = create_database(pg_admin_url)
     upgrade(url)
@@ -91,7 +91,7 @@ def pg_url(pg_admin_url, pg_template):
 
 @pytest.fixture
 def pg_engine(pg_url):
-    from observatory.db import make_engine
+    from observatory.store.db import make_engine
 
     eng = make_engine(pg_url)
     yield eng

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from sqlmodel import Session, select
 
 from observatory.crawler.tables import CrawlFailure, CrawlScope
-from observatory.tables import ConfigRevision, CrawlRun, GeometryRow, HubModel
+from observatory.store.tables import ConfigRevision, CrawlRun, GeometryRow, HubModel
 
 LONG_AGO = datetime(2000, 1, 1, tzinfo=timezone.utc)
 

@@ -26,7 +26,7 @@ CLI = [sys.executable, "-c", "from observatory.cli import main; main()"]
 EVALUATE_THEN_DIE = """
 import os, signal
 from observatory.alerts.evaluate import evaluate
-from observatory.db import get_engine
+from observatory.store.db import get_engine
 from observatory.settings import get_settings
 settings = get_settings()
 report = evaluate(get_engine(settings), settings)

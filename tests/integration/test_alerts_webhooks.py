@@ -241,8 +241,8 @@ def test_repeat_and_resolve_notifications(engine, alert_settings):
 
 def test_every_crawl_evaluates_and_delivers(engine, alert_settings):
     from observatory import pipeline
-    from observatory.db import session_scope
-    from observatory.tables import CrawlRun
+    from observatory.store.db import session_scope
+    from observatory.store.tables import CrawlRun
 
     with Receiver() as rx:
         subscribe(engine, alert_settings, rx.url)

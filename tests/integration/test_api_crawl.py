@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from observatory.crawler.tables import CrawlFailure, CrawlScope
-from observatory.db import session_scope
-from observatory.tables import CrawlRun, utcnow
+from observatory.store.db import session_scope
+from observatory.store.tables import CrawlRun, utcnow
 from observatory.web.app import create_app
 
 

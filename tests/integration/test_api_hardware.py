@@ -4,10 +4,10 @@ equal to the pure core's for the stored geometry."""
 from __future__ import annotations
 
 import pytest
+from api_testdata import built_store, raw_config
 from fastapi.testclient import TestClient
 
-from api_testdata import built_store, raw_config
-from observatory import hardware
+from observatory.catalog import hardware
 from observatory.core import kvcache, roofline
 from observatory.core.geometry import parse_config_text, parse_geometry
 from observatory.web.app import create_app

@@ -10,10 +10,18 @@ import json
 from datetime import date
 
 import pytest
+from api_testdata import (
+    SPECS,
+    Spec,
+    add_model,
+    built_store,
+    oracle,
+    oracle_rows,
+    raw_config,
+)
 from fastapi.testclient import TestClient
 
-from api_testdata import SPECS, Spec, add_model, built_store, oracle, oracle_rows, raw_config
-from observatory import queries
+from observatory.store.queries import models as queries
 from observatory.web.app import create_app
 
 ALL_IDS = {s.id for s in SPECS}
@@ -97,7 +105,7 @@ FILTERS = [
 @pytest.fixture(params=["geometry-index", "sort-index"])
 def index_choice(request, monkeypatch):
     """Run a test with both query shapes: filters driving through their geometry index (small
-    stores), and filters applied while walking the sort index (big stores; see queries.py)."""
+    stores), and filters applied while walking the sort index (big stores; see store/queries/models.py)."""
     if request.param == "sort-index":
         monkeypatch.setattr(queries, "_SELECTIVE_ROWS", 1)
     return request.param
@@ -304,7 +312,7 @@ def test_model_detail(client):
 
 
 def test_model_detail_matches_the_core_arithmetic(client):
-    from observatory import hardware
+    from observatory.catalog import hardware
     from observatory.core import kvcache, roofline
     from observatory.core.geometry import parse_config_text, parse_geometry
 
@@ -410,7 +418,7 @@ def test_unknown_ids_are_404_and_suffixes_are_part_of_the_id(client):
 
 def test_model_detail_lists_latest_bench_results(client, store):
     from observatory.bench.tables import BenchResult
-    from observatory.db import session_scope
+    from observatory.store.db import session_scope
 
     with session_scope(store[1]) as s:
         s.add(BenchResult(model_id="alpha/llama-7b", device="cpu: test", device_type="cpu", dtype="fp32",

@@ -9,12 +9,12 @@ from dataclasses import asdict
 from datetime import date
 
 import pytest
+from api_testdata import SPECS, built_store, family_downloads, in_lineage, oracle_rows
 from fastapi.testclient import TestClient
 
-from api_testdata import SPECS, built_store, family_downloads, in_lineage, oracle_rows
-from observatory.settings import Settings
-from observatory.trend_store import STANDARD_THRESHOLDS
 from observatory.core.trends import PERIODS, WEIGHTINGS, TrendRow, compute_trend_points
+from observatory.settings import Settings
+from observatory.store.trends import STANDARD_THRESHOLDS
 from observatory.web.app import create_app
 
 

@@ -16,16 +16,31 @@ from click.testing import CliRunner
 from sqlmodel import select
 
 from kernels.api import choose_backend
-from observatory.bench.jobs import UnknownModel, bench_models, bench_new_models, notable_unbenchmarked
+from observatory.bench.jobs import (
+    UnknownModel,
+    bench_models,
+    bench_new_models,
+    notable_unbenchmarked,
+)
 from observatory.bench.runner import Budget, DoesNotFit, local_device, measure
-from observatory.bench.shapes import AttentionShape, SkipShape, attention_shape, counterfactual_shape, rotation_copies
-from observatory.bench.store import benchmarked_models, latest_results, results_for_model
+from observatory.bench.shapes import (
+    AttentionShape,
+    SkipShape,
+    attention_shape,
+    counterfactual_shape,
+    rotation_copies,
+)
+from observatory.bench.store import (
+    benchmarked_models,
+    latest_results,
+    results_for_model,
+)
 from observatory.bench.tables import BenchResult
 from observatory.bench.timing import Contender, time_interleaved
 from observatory.cli import main
-from observatory.db import session_scope
 from observatory.core.geometry import parse_geometry
-from observatory.ingest import record_config, upsert_model
+from observatory.store.db import session_scope
+from observatory.store.ingest import record_config, upsert_model
 
 SMALL_GQA = {"model_type": "llama", "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 512,
              "num_hidden_layers": 4}

@@ -17,13 +17,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from observatory.bench.tables import BenchResult
-from observatory.core import claims as core_claims, kvcache, roofline
-from observatory.db import make_engine, session_scope
-from observatory.hardware import load_catalog
-from observatory.ingest import derive
-from observatory.prices import load_prices
-from observatory.research import load_research
+from observatory.catalog.hardware import load_catalog
+from observatory.catalog.prices import load_prices
+from observatory.catalog.research import load_research
+from observatory.core import claims as core_claims
+from observatory.core import kvcache, roofline
 from observatory.settings import Settings
+from observatory.store.db import make_engine, session_scope
+from observatory.store.ingest import derive
 from observatory.web.app import create_app
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()

@@ -6,8 +6,8 @@ import json
 
 import pytest
 from click.testing import CliRunner
-
 from crawler_support import LLAMA, runs
+
 from observatory.cli import main
 from observatory.settings import get_settings
 from observatory.testing.hub_standin import populate

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-
 from crawler_support import (
     LLAMA,
     LONG_AGO,
@@ -17,12 +16,13 @@ from crawler_support import (
     runs,
     scope_state,
 )
-from observatory import lease
+
 from observatory.crawler.health import crawler_health
 from observatory.crawler.run import CrawlBusy, crawl
 from observatory.crawler.scope import ScopeMismatch, build_scope
 from observatory.crawler.stats import refresh_popular
-from observatory.db import session_scope
+from observatory.store import lease
+from observatory.store.db import session_scope
 from observatory.testing.hub_standin import HubStandin, populate
 
 
@@ -225,7 +225,7 @@ def test_stats_refresh_updates_popular_models_downloads_and_likes(engine, hub, h
 
 
 def test_crawling_a_snapshot_model_makes_the_hub_data_win(engine, hub, hub_settings):
-    from observatory.snapshot import load_entries, load_snapshot
+    from observatory.catalog.snapshot import load_entries, load_snapshot
 
     load_snapshot(engine)
     entry = next(e for e in load_entries() if e.provenance == "verbatim")

@@ -15,6 +15,7 @@ from crawler_support import (
     runs,
     scope_state,
 )
+
 from observatory.crawler.run import crawl
 from observatory.testing.hub_standin import populate
 

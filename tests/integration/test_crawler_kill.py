@@ -11,8 +11,14 @@ import time
 from datetime import datetime, timezone
 
 import pytest
+from crawler_support import (
+    LONG_AGO,
+    assert_stored_exactly_once,
+    revisions_by_model,
+    runs,
+    scope_state,
+)
 
-from crawler_support import LONG_AGO, assert_stored_exactly_once, revisions_by_model, runs, scope_state
 from observatory.crawler.run import crawl
 from observatory.testing.hub_standin import populate
 
@@ -64,7 +70,7 @@ def test_sigkill_then_restart_stores_every_model_exactly_once(engine, hub, hub_s
     mark_before = scope_state(engine).created_mark if old else None
     ids = populate(hub, new, prefix="new", start=datetime.now(timezone.utc), step_s=0.1)  # all above the mark
     hub.add_fault("resolve", None, delay=0.01, times=-1)  # slow enough to kill mid-way
-    db_path = str(hub_settings.data_dir / "observatory.db")
+    db_path = str(hub_settings.data_dir / "observatory.store.db")
 
     proc = _crawl_process(hub_settings)
     committed = _kill_when_stored(proc, db_path, kill_at, baseline=len(old))

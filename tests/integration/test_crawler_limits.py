@@ -7,7 +7,15 @@ import json
 import threading
 from datetime import datetime, timedelta
 
-from crawler_support import LLAMA, LONG_AGO, failures, revisions_by_model, runs, scope_state
+from crawler_support import (
+    LLAMA,
+    LONG_AGO,
+    failures,
+    revisions_by_model,
+    runs,
+    scope_state,
+)
+
 from observatory.crawler.run import crawl
 from observatory.testing.hub_standin import HubStandin, populate
 

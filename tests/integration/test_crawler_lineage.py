@@ -9,17 +9,17 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from crawler_support import LLAMA, LONG_AGO, model
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 from sqlmodel import Session
 
-from crawler_support import LLAMA, LONG_AGO, model
 from observatory.crawler.run import crawl
 from observatory.crawler.store import UNLISTED
-from observatory.tables import HubModel
+from observatory.store.tables import HubModel
 from observatory.web.app import create_app
 
-DATA = Path(__file__).resolve().parents[2] / "observatory" / "data"
+DATA = Path(__file__).resolve().parents[2] / "observatory" / "catalog" / "data"
 KNOWN = {m["file"]: m for m in json.loads((DATA / "param_counts.json").read_text())["models"]}
 
 

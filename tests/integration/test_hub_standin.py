@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from crawler_support import LLAMA
 from huggingface_hub import HfApi, hf_hub_download
 from huggingface_hub.errors import (
     BadRequestError,
@@ -13,7 +14,6 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from crawler_support import LLAMA
 from observatory.testing.hub_standin import git_blob_sha, populate
 
 

@@ -7,11 +7,11 @@ import json
 import pytest
 from sqlmodel import select
 
-from observatory.db import session_scope
 from observatory.core.geometry import PARSER_VERSION
-from observatory.ingest import record_config, rederive, upsert_model
 from observatory.core.repo_ids import InvalidRepoId
-from observatory.tables import ConfigRevision, GeometryRow, HubModel
+from observatory.store.db import session_scope
+from observatory.store.ingest import record_config, rederive, upsert_model
+from observatory.store.tables import ConfigRevision, GeometryRow, HubModel
 
 LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
          "num_key_value_heads": 8, "num_hidden_layers": 32}
@@ -90,7 +90,7 @@ def test_rederive_reparses_old_and_failed_revisions(engine):
 
 
 def test_start_up_rederives_stale_geometry_in_batches(engine):
-    from observatory.rederive import rederive_stale
+    from observatory.store.rederive import rederive_stale
 
     with session_scope(engine) as s:
         for i in range(3):

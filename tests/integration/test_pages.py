@@ -19,9 +19,9 @@ from html.parser import HTMLParser
 import pytest
 from fastapi.testclient import TestClient
 
-from observatory.db import read_session, session_scope
-from observatory.ingest import record_config, upsert_model
-from observatory.queries import SUMMARY_FIELDS
+from observatory.store.db import read_session, session_scope
+from observatory.store.ingest import record_config, upsert_model
+from observatory.store.queries.models import SUMMARY_FIELDS
 
 XSS = "<script>alert(1)</script>"
 XSS_ATTR = '"><img src=x onerror=alert(2)>'
@@ -50,7 +50,7 @@ def _hostile_models(engine) -> None:
 
 def _crawl_history(engine) -> None:
     from observatory.crawler.tables import CrawlFailure
-    from observatory.tables import CrawlRun
+    from observatory.store.tables import CrawlRun
 
     with session_scope(engine) as session:
         session.add(CrawlRun(status="failed", seen=12, new=3, failed=2, error=f"listing failed: {XSS}",
@@ -71,9 +71,9 @@ def _bench_result(engine) -> None:
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
-    from observatory.db import make_engine
     from observatory.settings import Settings
-    from observatory.trend_store import refresh_trends
+    from observatory.store.db import make_engine
+    from observatory.store.trends import refresh_trends
     from observatory.web.app import create_app
 
     data_dir = tmp_path_factory.mktemp("pages") / "data"
@@ -352,8 +352,8 @@ def test_model_counts_are_exact_and_skip_the_hub_rows(engine, db_url):
     sort before and after "hub"; the per-source query reads index ranges only."""
     from sqlalchemy.dialects import sqlite
 
-    from observatory.queries import _OTHER_SOURCES, store_counts
-    from observatory.tables import HubModel
+    from observatory.store.queries.counts import _OTHER_SOURCES, store_counts
+    from observatory.store.tables import HubModel
 
     with read_session(engine) as session:
         assert store_counts(session) == {"total": 0, "hub": 0, "snapshot": 0}

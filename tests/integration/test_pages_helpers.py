@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 from starlette.requests import Request
 
+from observatory.catalog.snapshot import load_entries
 from observatory.core import kvcache
 from observatory.core.geometry import ConfigError, parse_config_text, parse_geometry
-from observatory.snapshot import load_entries
-from observatory.web import pages, rendering
+from observatory.web import rendering
+from observatory.web.pages import model as model_page
 
 
 def _snapshot_geometries():
@@ -29,8 +30,8 @@ def _terms_bytes(terms, context, batch, dtype):
 def test_calculator_terms_reproduce_kvcache_for_every_snapshot_model():
     checked = windowed = 0
     for model_id, geom in _snapshot_geometries():
-        terms = pages.kv_terms(geom)
-        counter = pages.kv_terms(kvcache.mha_counterfactual(geom))
+        terms = model_page.kv_terms(geom)
+        counter = model_page.kv_terms(kvcache.mha_counterfactual(geom))
         windowed += any(t["cap"] is not None for t in terms)
         for context, batch, dtype in ((1, 1, "bf16"), (3000, 2, "fp8"), (131072, 7, "fp32"), (1 << 24, 1, "fp16")):
             assert _terms_bytes(terms, context, batch, dtype) == kvcache.cache_bytes(geom, context, batch, dtype), model_id
@@ -97,7 +98,7 @@ def test_page_urls_keep_the_query():
     ("gpt2.csv", ("gpt2", "csv")),
 ])
 def test_model_paths(path, parsed):
-    assert pages.split_model_path(path) == parsed
+    assert model_page.split_model_path(path) == parsed
 
 
 def test_wants_html_only_for_browsers_on_pages():

@@ -15,14 +15,16 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from api_testdata import SPECS, Spec, add_model, build
+from crawler_support import LONG_AGO, assert_stored_exactly_once, failures, runs
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import make_url
 from sqlmodel import Session, func, select
 
-from api_testdata import SPECS, Spec, add_model, build
-from crawler_support import LONG_AGO, assert_stored_exactly_once, failures, runs
-from observatory import lease, queries
-from observatory.db import (
+from observatory.catalog.snapshot import load_entries, load_snapshot
+from observatory.settings import Settings
+from observatory.store import lease
+from observatory.store.db import (
     alembic_config,
     current_revisions,
     import_table_modules,
@@ -30,11 +32,12 @@ from observatory.db import (
     session_scope,
     upgrade,
 )
-from observatory.ingest import ConfigItem, record_configs, upsert_models
-from observatory.settings import Settings
-from observatory.snapshot import load_entries, load_snapshot
-from observatory.tables import ConfigRevision, GeometryRow, HubModel, utcnow
-from observatory.trend_store import Population, plotted_trend_rows, read_trends, refresh_trends, trends_stale
+from observatory.store.ingest import ConfigItem, record_configs, upsert_models
+from observatory.store.queries import models as queries
+from observatory.store.queries.trends import plotted_trend_rows, read_trends
+from observatory.web.api.models import get_model_detail
+from observatory.store.tables import ConfigRevision, GeometryRow, HubModel, utcnow
+from observatory.store.trends import Population, refresh_trends, trends_stale
 from observatory.web.app import create_app
 
 pytestmark = pytest.mark.postgres
@@ -220,7 +223,7 @@ def test_model_detail_matches_sqlite(pg_engine, engine):
 
     def detail(eng, model_id):
         with Session(eng) as s:
-            return json.loads(queries.get_model_detail(s, model_id).model_dump_json())
+            return json.loads(get_model_detail(s, model_id).model_dump_json())
 
     def scrub(value):
         if isinstance(value, dict):
@@ -267,6 +270,7 @@ def test_crawl_against_the_stand_in_hub(pg_engine, hub, hub_settings):
 
 def test_alerts_fire_deliver_and_stay_quiet_on_the_same_data(pg_engine, settings):
     from alert_support import FAST, Receiver, seed_mla_month, subscribe
+
     from observatory.alerts.delivery import deliver_pending
     from observatory.alerts.evaluate import evaluate
     from observatory.alerts.tables import Alert, AlertDelivery
@@ -295,7 +299,11 @@ def test_alerts_fire_deliver_and_stay_quiet_on_the_same_data(pg_engine, settings
 
 def test_bench_results_are_stored_and_read_back(pg_engine, settings):
     from observatory.bench.jobs import bench_models, bench_new_models
-    from observatory.bench.store import benchmarked_models, latest_results, results_for_model
+    from observatory.bench.store import (
+        benchmarked_models,
+        latest_results,
+        results_for_model,
+    )
 
     small = {"model_type": "llama", "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 512,
              "num_hidden_layers": 4}
@@ -425,7 +433,7 @@ def _together(n: int, work) -> list:
 
 
 def test_processes_starting_together_load_the_snapshot_once(pg_engine, settings):
-    from observatory.snapshot import ensure_snapshot
+    from observatory.catalog.snapshot import ensure_snapshot
 
     results = _together(3, lambda: ensure_snapshot(pg_engine, settings.model_copy(update={"autoload_snapshot": True})))
     assert not [r for r in results if isinstance(r, Exception)], results
@@ -444,6 +452,7 @@ def test_concurrent_trend_refreshes_do_not_collide(pg_engine):
 
 def test_concurrent_evaluations_record_each_alert_once(pg_engine, settings):
     from alert_support import FAST
+
     from observatory.alerts.evaluate import evaluate
     from observatory.alerts.tables import Alert, AlertRule
 

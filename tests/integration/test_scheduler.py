@@ -10,8 +10,9 @@ import threading
 import time
 
 from crawler_support import runs
-from observatory import lease
+
 from observatory.scheduler import JobSpec, SchedulerHandle, start_in_process
+from observatory.store import lease
 from observatory.testing.hub_standin import populate
 
 CLI = [sys.executable, "-c", "from observatory.cli import main; main()"]
@@ -157,7 +158,12 @@ def test_worker_command_runs_the_schedule_until_sigterm(engine, hub, hub_setting
 
 
 def test_shutdown_stops_a_running_crawl_early_and_keeps_what_it_fetched(engine, hub, hub_settings):
-    from crawler_support import assert_stored_exactly_once, revisions_by_model, scope_state
+    from crawler_support import (
+        assert_stored_exactly_once,
+        revisions_by_model,
+        scope_state,
+    )
+
     from observatory.crawler.run import crawl
 
     ids = populate(hub, 400)
@@ -165,7 +171,7 @@ def test_shutdown_stops_a_running_crawl_early_and_keeps_what_it_fetched(engine, 
     hub.add_fault("resolve", None, delay=0.05, times=-1)  # 400 fetches, 4 at a time: ~5 s
     config = hub_settings.model_copy(update={"crawl_interval_s": 60, "crawl_first_run_days": 1,
                                              "stats_refresh_interval_s": 0, "bench_interval_s": 0})
-    handle = SchedulerHandle(engine, config, [JobSpec("crawl", "observatory.crawler.run:scheduled_crawl",
+    handle = SchedulerHandle(engine, config, [JobSpec("crawl", "observatory.pipeline:scheduled_crawl",
                                                       lambda s: 60, first_delay_s=0)]).start()
     try:
         _wait_for(lambda: len(revisions_by_model(engine)) >= 20, timeout=20)
@@ -189,7 +195,7 @@ def test_offline_the_schedule_says_so_once_without_a_traceback(engine, settings,
     import logging
 
     dead = settings.model_copy(update={"hf_endpoint": "http://127.0.0.1:9", "hub_backoff_base_s": 600.0})
-    jobs = [JobSpec("crawl", "observatory.crawler.run:scheduled_crawl", lambda s: 0.2, first_delay_s=0),
+    jobs = [JobSpec("crawl", "observatory.pipeline:scheduled_crawl", lambda s: 0.2, first_delay_s=0),
             JobSpec("stats-refresh", "observatory.crawler.stats:refresh_popular", lambda s: 0.2, first_delay_s=0)]
     with caplog.at_level(logging.INFO):
         handle = SchedulerHandle(engine, dead, jobs).start()
@@ -209,8 +215,8 @@ def test_offline_the_schedule_says_so_once_without_a_traceback(engine, settings,
 
 
 def test_after_a_rate_limited_run_the_schedule_waits_until_the_hub_said(engine, hub, hub_settings):
-    from observatory.crawler.run import scheduled_crawl
     from observatory.hub.ratelimit import GATE
+    from observatory.pipeline import scheduled_crawl
 
     populate(hub, 3)
     hub.add_fault("listing", 429, times=1, headers={"Retry-After": "3600"})

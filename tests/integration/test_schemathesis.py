@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 
 from observatory.alerts import subscriptions  # noqa: E402
 from observatory.alerts.evaluate import evaluate  # noqa: E402
-from observatory.db import read_session  # noqa: E402
-from observatory.queries import ModelListParams, SortKey, list_models  # noqa: E402
+from observatory.store.db import read_session  # noqa: E402
+from observatory.store.queries.models import ModelListParams, SortKey, list_models  # noqa: E402
 from observatory.web.app import create_app  # noqa: E402
 
 MAX_EXAMPLES = 100

@@ -13,8 +13,8 @@ import subprocess
 import time
 
 import pytest
-
 from crawler_support import LLAMA, runs
+
 from observatory.testing.hub_standin import populate
 from observatory.testing.server import CLI, offline_env, running_server
 

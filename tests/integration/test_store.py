@@ -9,8 +9,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy.exc import IntegrityError
 
-from observatory.db import current_revisions, import_table_modules, session_scope
-from observatory.tables import ConfigRevision, HubModel
+from observatory.store.db import current_revisions, import_table_modules, session_scope
+from observatory.store.tables import ConfigRevision, HubModel
 
 
 def test_migrations_match_tables(engine):
@@ -21,7 +21,7 @@ def test_migrations_match_tables(engine):
 
 
 def test_upgrade_reaches_every_head_and_is_idempotent(engine, db_url):
-    from observatory.db import upgrade
+    from observatory.store.db import upgrade
 
     before = current_revisions(engine)
     assert "0001_core" in before or any(r.startswith("00") for r in before)

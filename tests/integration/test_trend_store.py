@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from datetime import date
 
+from api_testdata import SPECS, Spec, add_model, build
 from sqlmodel import Session
 
-from api_testdata import SPECS, Spec, add_model, build
-from observatory.trend_store import (
+from observatory.store.queries.trends import plotted_trend_rows, read_trends
+from observatory.store.trends import (
     Population,
     ensure_trends,
-    plotted_trend_rows,
-    read_trends,
     refresh_trends,
     trends_stale,
 )
-
 
 ALL = Population("all")
 
@@ -100,9 +98,9 @@ def test_derivative_stats_of_more_bases_than_sqlite_binds_in_one_statement(engin
 
     import sqlalchemy as sa
 
-    from observatory.tables import HubModel, utcnow
-    from observatory.trend_store import refresh_derivative_stats
-    from observatory.trend_tables import DerivativeStats
+    from observatory.store.tables import HubModel, utcnow
+    from observatory.store.trend_tables import DerivativeStats
+    from observatory.store.trends import refresh_derivative_stats
 
     n, now = 2_500, utcnow()
     common = {"source": "hub", "first_seen_at": now, "updated_at": now, "tags": [], "is_test_repo": False}

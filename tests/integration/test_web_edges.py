@@ -7,11 +7,12 @@ from datetime import date
 
 import httpx
 import pytest
-from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
-from starlette.routing import Mount, Route
-
 from api_testdata import built_store
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from starlette.routing import Mount, Route
 
 # Path parameters filled with ids the store holds (a route answering 404 is still compared).
 PATH_VALUES = {"model_id": "alpha/llama-7b", "model_path": "alpha/llama-7b", "hardware_id": "h100-sxm",

@@ -26,7 +26,7 @@ from sqlmodel import select
 from observatory.alerts import subscriptions
 from observatory.alerts.evaluate import evaluate
 from observatory.alerts.tables import Alert
-from observatory.db import read_session
+from observatory.store.db import read_session
 from observatory.testing.server import free_port
 from observatory.web.app import create_app
 

@@ -37,11 +37,11 @@ import observatory
 from observatory.core.geometry import Geometry, parse_config_text, parse_geometry
 
 pytest.importorskip("transformers", reason="the oracle needs transformers (pinned in the test extra)")
-from oracle.cache_probe import Reading, base_model_parameters, read, unbuildable  # noqa: E402  (tests/ is on sys.path)
 from observatory.core.config_dialects import ConfigError, GeometryError  # noqa: E402
 from observatory.core.params import estimate_parameters  # noqa: E402
+from oracle.cache_probe import Reading, base_model_parameters, read, unbuildable  # noqa: E402  (tests/ is on sys.path)
 
-CONFIG_DIR = Path(observatory.__file__).parent / "data" / "configs"
+CONFIG_DIR = Path(observatory.__file__).parent / "catalog" / "data" / "configs"
 CONFIGS = sorted(p.name for p in CONFIG_DIR.glob("*.json"))
 
 

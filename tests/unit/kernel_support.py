@@ -160,7 +160,12 @@ TRITON_MLA_CASES = [
 def run_case(case: Case, backend: str, seed: int = 0, device: str = "cpu") -> dict:
     """One case through ``gqa_decode`` (``mla_decode`` for a latent case) with ``backend``, into a
     NaN-poisoned ``out``, against the float64 reference."""
-    from kernels import gqa_decode, gqa_decode_reference, mla_decode, mla_decode_reference
+    from kernels import (
+        gqa_decode,
+        gqa_decode_reference,
+        mla_decode,
+        mla_decode_reference,
+    )
 
     q, k, v, seqlens, block_table = make_inputs(case, seed, device=device)
     poisoned = q.new_full((q.shape[0], case.heads, case.value_dim), math.nan)

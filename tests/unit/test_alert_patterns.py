@@ -12,7 +12,13 @@ import re
 import pytest
 from pydantic import TypeAdapter, ValidationError, constr
 
-from observatory.alerts.email import ADDRESS_PATTERN, SPACE_OR_CONTROL, VISIBLE_CHAR, EmailError, validate_address
+from observatory.alerts.email import (
+    ADDRESS_PATTERN,
+    SPACE_OR_CONTROL,
+    VISIBLE_CHAR,
+    EmailError,
+    validate_address,
+)
 
 BMP = [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
 

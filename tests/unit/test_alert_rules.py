@@ -8,8 +8,8 @@ import pytest
 
 from observatory.alerts import rules as R
 from observatory.core.geometry import parse_geometry
-from observatory.trend_store import Population
 from observatory.core.trends import TrendRow
+from observatory.store.trends import Population
 
 
 def row(model_id: str, created: date, kind: str = "GQA", g: float | None = 4.0, *, hybrid: bool = False,

@@ -12,13 +12,23 @@ from datetime import date
 
 import pytest
 
+from observatory.catalog.hardware import get_device, load_catalog
+from observatory.catalog.prices import (
+    PRICES_PATH,
+    PriceDataError,
+    load_prices,
+    parse_prices,
+)
+from observatory.catalog.research import (
+    RESEARCH_PATH,
+    ResearchDataError,
+    load_research,
+    parse_research,
+)
+from observatory.catalog.snapshot import load_entries
 from observatory.core import capacity, claims, kvcache, roofline
 from observatory.core.claims import CAVEATS, FAILS, HOLDS, Inputs, check, matches
-from observatory.hardware import get_device, load_catalog
-from observatory.ingest import derive
-from observatory.prices import PRICES_PATH, PriceDataError, load_prices, parse_prices
-from observatory.research import RESEARCH_PATH, ResearchDataError, load_research, parse_research
-from observatory.snapshot import load_entries
+from observatory.store.ingest import derive
 
 ENTRIES = {e.id: e for e in load_entries()}
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import observatory
 from observatory.commands.inspect import inspect
 
-CONFIG_DIR = Path(observatory.__file__).parent / "data" / "configs"
+CONFIG_DIR = Path(observatory.__file__).parent / "catalog" / "data" / "configs"
 EXPECTED = {e["file"]: e for e in json.loads((Path(__file__).parents[1] / "data" / "expected.json").read_text())}
 CONSOLE_SCRIPT = Path(sys.executable).parent / "observatory"
 REQUIRED_KEYS = {"model_type", "attention_kind", "num_query_heads", "num_kv_heads", "group_size", "head_dim",

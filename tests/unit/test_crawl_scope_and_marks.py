@@ -9,7 +9,13 @@ import pytest
 
 from observatory.crawler import marks
 from observatory.crawler.failures import RetryPolicy, next_state
-from observatory.crawler.scope import PRESETS, Scope, ScopeMismatch, build_scope, check_definition
+from observatory.crawler.scope import (
+    PRESETS,
+    Scope,
+    ScopeMismatch,
+    build_scope,
+    check_definition,
+)
 from observatory.hub.listing import Listed
 
 T = datetime(2026, 6, 1, tzinfo=timezone.utc)
@@ -113,7 +119,7 @@ def test_permanent_failures_wait_for_a_new_commit_and_a_new_commit_starts_over()
 def test_a_lease_holder_is_dead_only_if_it_ran_here_and_its_process_is_gone():
     import os
 
-    from observatory.lease import _HOST, holder_is_dead, new_holder
+    from observatory.store.lease import _HOST, holder_is_dead, new_holder
 
     assert not holder_is_dead(new_holder())  # this very process
     assert not holder_is_dead(f"{_HOST}:{os.getppid()}:abc")  # alive

@@ -11,10 +11,16 @@ from pathlib import Path
 import pytest
 
 import observatory
-from observatory.core.geometry import PARSER_VERSION, Geometry, GeometryError, parse_config_text, parse_geometry
+from observatory.core.geometry import (
+    PARSER_VERSION,
+    Geometry,
+    GeometryError,
+    parse_config_text,
+    parse_geometry,
+)
 from observatory.core.kvcache import cache_bytes
 
-CONFIG_DIR = Path(observatory.__file__).parent / "data" / "configs"
+CONFIG_DIR = Path(observatory.__file__).parent / "catalog" / "data" / "configs"
 EXPECTED = json.loads((Path(__file__).parents[1] / "data" / "expected.json").read_text())
 
 

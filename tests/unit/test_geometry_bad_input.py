@@ -9,9 +9,15 @@ from pathlib import Path
 import pytest
 
 import observatory
-from observatory.core.geometry import ConfigError, Geometry, GeometryError, parse_config_text, parse_geometry
+from observatory.core.geometry import (
+    ConfigError,
+    Geometry,
+    GeometryError,
+    parse_config_text,
+    parse_geometry,
+)
 
-CONFIG_DIR = Path(observatory.__file__).parent / "data" / "configs"
+CONFIG_DIR = Path(observatory.__file__).parent / "catalog" / "data" / "configs"
 LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
          "num_hidden_layers": 32}
 

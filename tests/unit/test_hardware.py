@@ -7,7 +7,14 @@ from datetime import date
 
 import pytest
 
-from observatory.hardware import CATALOG_PATH, CatalogError, get_device, load_catalog, match_device, parse_catalog
+from observatory.catalog.hardware import (
+    CATALOG_PATH,
+    CatalogError,
+    get_device,
+    load_catalog,
+    match_device,
+    parse_catalog,
+)
 
 ISSUE_DEVICES = {"a100-80gb-sxm", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "gb200", "l40s", "l4", "rtx-4090",
                  "mi300x", "mi325x", "gaudi3", "tpu-v5e", "tpu-v5p", "tpu-v6e", "m2-ultra", "m3-ultra"}

@@ -6,7 +6,12 @@ from datetime import datetime, timezone
 
 import pytest
 
-from observatory.hub.ratelimit import RateGate, bucket_of, retry_after_seconds, server_wait
+from observatory.hub.ratelimit import (
+    RateGate,
+    bucket_of,
+    retry_after_seconds,
+    server_wait,
+)
 from observatory.hub.session import request_kind
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)

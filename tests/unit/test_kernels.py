@@ -8,13 +8,25 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from kernel_support import Case, assert_close, compare, make_inputs, mla_case, run_case
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from kernel_support import Case, assert_close, compare, make_inputs, mla_case, run_case
-from kernels import check_inputs, gqa_decode, gqa_decode_reference, mla_decode, mla_decode_reference
+from kernels import (
+    check_inputs,
+    gqa_decode,
+    gqa_decode_reference,
+    mla_decode,
+    mla_decode_reference,
+)
 from kernels.peers import available_peers, repeat_kv
-from kernels.torch_decode import _block_attention, chunk_tokens, gqa_decode_torch, matmul_attention, merge
+from kernels.torch_decode import (
+    _block_attention,
+    chunk_tokens,
+    gqa_decode_torch,
+    matmul_attention,
+    merge,
+)
 
 TORCH_CASES = [
     # (heads, kv_heads): MHA G=1, GQA G=2/4/8/16, MQA G=8/16

@@ -10,10 +10,17 @@ import sys
 
 import pytest
 import torch
+from kernel_support import (
+    ROOT,
+    Case,
+    assert_close,
+    compare,
+    make_inputs,
+    mla_case,
+    run_case,
+)
 
-from kernel_support import ROOT, Case, assert_close, compare, make_inputs, mla_case, run_case
-from kernels import gqa_decode, gqa_decode_reference, mla_decode
-from kernels import cpu_decode
+from kernels import cpu_decode, gqa_decode, gqa_decode_reference, mla_decode
 from kernels.api import choose_backend
 
 # Tests that run the kernel need a C compiler; the build's error paths and the fall-back do not.

@@ -17,8 +17,13 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from kernel_support import ROOT, TRITON_CASES, TRITON_MLA_CASES, assert_close, run_triton_cases
+from kernel_support import (
+    ROOT,
+    TRITON_CASES,
+    TRITON_MLA_CASES,
+    assert_close,
+    run_triton_cases,
+)
 
 pytest.importorskip("triton")
 ALL_CASES = TRITON_CASES + TRITON_MLA_CASES

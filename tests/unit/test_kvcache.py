@@ -20,7 +20,7 @@ from observatory.core.kvcache import (
     saving_ratio,
 )
 
-CONFIG_DIR = Path(observatory.__file__).parent / "data" / "configs"
+CONFIG_DIR = Path(observatory.__file__).parent / "catalog" / "data" / "configs"
 
 
 def load(name: str) -> Geometry:

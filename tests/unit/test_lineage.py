@@ -20,7 +20,7 @@ from observatory.core.lineage import (
     quantization,
 )
 
-CONFIG_DIR = Path(observatory.__file__).parent / "data" / "configs"
+CONFIG_DIR = Path(observatory.__file__).parent / "catalog" / "data" / "configs"
 LLAMA_8B = 8_030_261_248
 
 

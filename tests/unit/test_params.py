@@ -1,6 +1,6 @@
 """Parameter estimates from config.json against known counts, hand derivations and bad input.
 
-Known counts come from observatory/data/param_counts.json, each with its source. Tolerances:
+Known counts come from observatory/catalog/data/param_counts.json, each with its source. Tolerances:
 
 - ``total_tolerance == 0``: the count is an index total_size divided by the bytes per parameter
   (or a table quoting the exact figure). The estimate counts exactly the tensors such a
@@ -21,9 +21,13 @@ import pytest
 
 import observatory
 from observatory.core.config_dialects import ConfigError, GeometryError
-from observatory.core.params import BREAKDOWN_KEYS, ParameterEstimate, estimate_parameters
+from observatory.core.params import (
+    BREAKDOWN_KEYS,
+    ParameterEstimate,
+    estimate_parameters,
+)
 
-DATA = Path(observatory.__file__).parent / "data"
+DATA = Path(observatory.__file__).parent / "catalog" / "data"
 CONFIG_DIR = DATA / "configs"
 KNOWN = json.loads((DATA / "param_counts.json").read_text())["models"]
 TOTALS = [m for m in KNOWN if m["total"] is not None and m.get("comparable", True)]

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
+from observatory.catalog.hardware import get_device, load_catalog
 from observatory.core import roofline
 from observatory.core.geometry import parse_geometry
-from observatory.hardware import get_device, load_catalog
 from observatory.core.kvcache import cache_bytes
 
 LLAMA3_8B = parse_geometry({"model_type": "llama", "num_attention_heads": 32, "num_key_value_heads": 8,

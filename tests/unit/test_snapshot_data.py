@@ -10,9 +10,7 @@ from datetime import date
 
 import pytest
 
-from observatory.core.geometry import parse_config_text, parse_geometry
-from observatory.core.repo_ids import is_valid_repo_id
-from observatory.snapshot import (
+from observatory.catalog.snapshot import (
     CONFIGS_DIR,
     SHA_PREFIX,
     SNAPSHOT_PATH,
@@ -20,6 +18,8 @@ from observatory.snapshot import (
     load_entries,
     reconstructed_text,
 )
+from observatory.core.geometry import parse_config_text, parse_geometry
+from observatory.core.repo_ids import is_valid_repo_id
 
 RAW = json.loads(SNAPSHOT_PATH.read_text(encoding="utf-8"))["models"]
 ENTRIES = load_entries()
@@ -154,7 +154,7 @@ def test_nearly_all_configs_are_real_files():
 
 
 def test_readme_states_the_snapshot_as_it_is():
-    readme = (SNAPSHOT_PATH.parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (SNAPSHOT_PATH.parents[3] / "README.md").read_text(encoding="utf-8")
     kinds = Counter(entry.provenance for entry in ENTRIES)
     stated = re.search(r"bundled snapshot of (\d+) notable open models \((\d{4})–(\d{4});\s+(\d+) with their "
                        r"verbatim `config.json`, (\d+) transcribed from code or page text and (\d+) reconstructed", readme)

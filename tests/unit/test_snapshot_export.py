@@ -10,9 +10,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from observatory.catalog.snapshot import load_entries
+from observatory.catalog.snapshot_export import COLUMNS, FIELDS, export
 from observatory.cli import main
-from observatory.snapshot import load_entries
-from observatory.snapshot_export import COLUMNS, FIELDS, export
 
 frictionless = pytest.importorskip("frictionless", reason="frictionless validates the package (test extra)")
 ENTRIES = load_entries()

@@ -1,0 +1,261 @@
+"""Trend precomputation: the standard series written to ``trend_point``, and the populations they count.
+
+``refresh_trends(engine)`` recomputes every standard series from the current geometry of every
+model (``hub_model.current_revision_id``), so a config that changes moves its model to its new
+kind/G at the next refresh and never counts twice. It runs after each crawl
+(``pipeline.after_crawl``) and at start-up when the store changed since the last refresh
+(``ensure_trends``). Reading a series is ``store.queries.trends.read_trends``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlmodel import Session
+
+from observatory.core.trends import (
+    ATTENTION_KINDS,
+    DERIVED_RELATIONS,
+    ORIGINALS_MIN_PARAMS,
+    PERIODS,
+    POPULATIONS,
+    SIZE_CLASSES,
+    STACKS,
+    WEIGHTINGS,
+    SizeClassStat,
+    TrendColumns,
+    TrendPoint,
+    TrendRow,
+    day_ordinals,
+    population_mask,
+    trend_series,
+)
+from observatory.store.db import batches, read_only, session_scope
+from observatory.store.tables import GeometryRow, HubModel, utcnow
+from observatory.store.trend_tables import DerivativeStats, TrendPointRow
+
+# Download thresholds whose series are precomputed; other thresholds are computed on demand.
+STANDARD_THRESHOLDS = (0, 1000, 100_000)
+
+
+@dataclass(frozen=True)
+class Population:
+    """Which models a series counts: a lineage population (``originals``, ``all`` or
+    ``derivatives``; see ``core.trends``) with at least ``min_params`` parameters (None: the
+    lineage's default, 1e9 for originals and no floor otherwise), at least ``min_downloads``
+    downloads, optionally one organisation (``author``, any case) and/or one architecture family
+    (``model_type``)."""
+
+    lineage: str = "originals"
+    min_params: float | None = None
+    min_downloads: int = 0
+    author: str | None = None
+    model_type: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.lineage not in POPULATIONS:
+            raise ValueError(f"unknown population {self.lineage!r}; expected one of {', '.join(POPULATIONS)}")
+
+    @property
+    def params_floor(self) -> float | None:
+        if self.min_params is not None:
+            return self.min_params or None
+        return ORIGINALS_MIN_PARAMS if self.lineage == "originals" else None
+
+    @property
+    def key(self) -> str:
+        parts = [self.lineage]
+        if self.min_params is not None:
+            parts.append(f"min_params={self.min_params:g}")
+        if self.min_downloads:
+            parts.append(f"min_downloads={self.min_downloads}")
+        if self.author is not None:
+            parts.append(f"author={self.author}")
+        if self.model_type is not None:
+            parts.append(f"model_type={self.model_type}")
+        return ";".join(parts)
+
+    @property
+    def precomputed(self) -> bool:
+        return (self.author is None and self.model_type is None and self.min_params is None
+                and self.min_downloads in STANDARD_THRESHOLDS)
+
+
+@dataclass(frozen=True)
+class RefreshReport:
+    models: int
+    points: int
+    seconds: float
+
+
+_M, _G = HubModel.__table__.c, GeometryRow.__table__.c
+_D = DerivativeStats.__table__.c
+# Parameters as disclosed (safetensors total, published figure), else the config estimate.
+PARAMS = sa.func.coalesce(_M.num_parameters, _G.params_estimate)
+# Own downloads plus the derivatives'; unknown when the model's own count is unknown.
+FAMILY_DOWNLOADS = _M.downloads + sa.func.coalesce(_D.downloads, 0)
+_ROW_COLUMNS = (_M.id, _M.author, _G.model_type, _M.created_at, _G.attention_kind, _G.is_hybrid, _G.group_size,
+                _G.kv_bytes_per_token_bf16, PARAMS, _M.downloads, _G.encoder_only, _G.uncertain, _M.relation,
+                _M.is_test_repo, FAMILY_DOWNLOADS)  # TrendRow's fields, in order
+# date(): "YYYY-MM-DD" text from SQLite, a date from PostgreSQL
+_COLUMN_COLUMNS = (sa.func.date(_M.created_at), *_ROW_COLUMNS[4:])
+
+
+def trend_rows_query(population: Population, columns=_ROW_COLUMNS) -> sa.Select:
+    m, g = _M, _G
+    query = (
+        sa.select(*columns)
+        .select_from(HubModel.__table__)
+        .join(GeometryRow.__table__, g.revision_id == m.current_revision_id)
+        .outerjoin(DerivativeStats.__table__, _D.model_id == m.id)
+        .where(m.created_at.is_not(None))
+    )
+    if population.min_downloads:
+        query = query.where(m.downloads >= population.min_downloads)
+    if population.author is not None:
+        query = query.where(m.author_key == population.author.lower())  # any case, as on the Hub
+    if population.model_type is not None:
+        query = query.where(g.model_type == population.model_type)
+    if population.lineage == "originals":
+        query = query.where(m.relation == "original", m.is_test_repo.is_(sa.false()))
+    elif population.lineage == "derivatives":
+        query = query.where(m.relation.in_(DERIVED_RELATIONS))
+    if population.params_floor:
+        query = query.where(PARAMS >= population.params_floor)
+    return query
+
+
+def load_trend_rows(conn: Connection | Session, population: Population = Population()) -> list[TrendRow]:
+    """The population's models with their current geometry, as plain rows."""
+    result = conn.execute(trend_rows_query(population))
+    return [TrendRow(*row) for row in result]
+
+
+def load_trend_columns(conn: Connection | Session, population: Population = Population(lineage="all")) -> TrendColumns:
+    """The population's dated models as columns, read without building a Python object per
+    model (the refresh reads every model)."""
+    rows = conn.execute(trend_rows_query(population, _COLUMN_COLUMNS)).all()
+    if not rows:
+        return TrendColumns.from_values(days=[], kinds=[], hybrids=[], group_sizes=[], kv=[], num_parameters=[],
+                                        downloads=[])
+    (days, kinds, hybrids, group_sizes, kv, params, downloads, encoder, uncertain, relations, tests,
+     family) = zip(*rows)
+    return TrendColumns.from_values(days=day_ordinals(days), kinds=kinds, hybrids=hybrids, group_sizes=group_sizes,
+                                    kv=kv, num_parameters=params, downloads=downloads, family_downloads=family,
+                                    relations=relations, test_repos=tests, encoder_only=encoder,
+                                    uncertain=uncertain)
+
+
+_STACK_COLUMNS = {"attention": "stack_attention", "hybrid": "stack_hybrid", "attention-free": "stack_free"}
+
+
+def _to_record(point: TrendPoint, population_key: str, computed_at: datetime) -> dict:
+    return {
+        "period_kind": point.period, "population": population_key, "weighting": point.weighting,
+        "period_start": point.period_start, "count": point.count, "weight_total": point.weight_total,
+        **{f"share_{kind.lower()}": point.shares[kind] for kind in ATTENTION_KINDS},
+        "attn_count": point.attn_count,
+        **{_STACK_COLUMNS[stack]: point.stack_shares[stack] for stack in STACKS},
+        "weight_unknown": point.weight_unknown, "encoder_only": point.encoder_only, "uncertain": point.uncertain,
+        "g_count": point.g_count, "g_p25": point.g_p25, "g_median": point.g_median, "g_p75": point.g_p75,
+        "share_g_over_16": point.share_g_over_16, "kv_count": point.kv_count, "kv_median": point.kv_median,
+        "kv_by_size": {cls: {"count": s.count, "kv_median": s.kv_median} for cls, s in point.kv_by_size.items()},
+        "computed_at": computed_at,
+    }
+
+
+def from_record(row: sa.Row) -> TrendPoint:
+    by_size = row.kv_by_size or {}
+    return TrendPoint(
+        period=row.period_kind, period_start=row.period_start, weighting=row.weighting, count=row.count,
+        weight_total=row.weight_total,
+        shares={kind: getattr(row, f"share_{kind.lower()}") for kind in ATTENTION_KINDS},
+        attn_count=row.attn_count,
+        stack_shares={stack: getattr(row, _STACK_COLUMNS[stack]) for stack in STACKS},
+        weight_unknown=row.weight_unknown, encoder_only=row.encoder_only, uncertain=row.uncertain,
+        g_count=row.g_count, g_p25=row.g_p25, g_median=row.g_median, g_p75=row.g_p75,
+        share_g_over_16=row.share_g_over_16, kv_count=row.kv_count, kv_median=row.kv_median,
+        kv_by_size={
+            cls: SizeClassStat(int(by_size.get(cls, {}).get("count", 0)), by_size.get(cls, {}).get("kv_median"))
+            for cls in SIZE_CLASSES
+        },
+    )
+
+
+def refresh_trends(engine: Engine) -> RefreshReport:
+    """Recompute the derivative counts and every standard series (lineages x thresholds x
+    periods x weightings) and replace the stored rows in one transaction; readers keep seeing
+    the old ones until it commits."""
+    started = time.perf_counter()
+    computed_at = utcnow()  # taken before reading, so a write during the refresh marks it stale
+    with session_scope(engine) as session:  # short: only derivative rows are read
+        refresh_derivative_stats(session, computed_at)
+    with engine.connect() as conn:  # the long part holds no write lock
+        columns = load_trend_columns(conn)
+    records = []
+    for lineage in POPULATIONS:
+        in_lineage = columns.take(np.flatnonzero(population_mask(columns, lineage, Population(lineage).params_floor)))
+        for threshold in STANDARD_THRESHOLDS:
+            population = Population(lineage, min_downloads=threshold)
+            subset = in_lineage if not threshold else in_lineage.take(
+                np.flatnonzero(in_lineage.downloads >= threshold))  # NaN (unknown) is not >= anything
+            for period in PERIODS:
+                for points in trend_series(subset, period, WEIGHTINGS).values():
+                    records.extend(_to_record(p, population.key, computed_at) for p in points)
+    table = TrendPointRow.__table__
+    with session_scope(engine) as session:
+        session.execute(sa.delete(table))
+        if records:
+            session.execute(sa.insert(table), records)
+    return RefreshReport(models=len(columns), points=len(records), seconds=time.perf_counter() - started)
+
+
+def refresh_derivative_stats(session: Session, computed_at: datetime) -> int:
+    """Rewrite ``derivative_stats``: per base model, its derivatives by relation and their
+    summed downloads. Returns the number of base models with derivatives."""
+    stats: dict[str, dict] = {}
+    rows = session.execute(sa.select(_M.base_models, _M.relation, _M.downloads)
+                           .where(_M.relation.in_(DERIVED_RELATIONS), _M.base_models.is_not(None)))
+    for bases, relation, downloads in rows:
+        for base in set(bases or ()):
+            if not isinstance(base, str):
+                continue
+            entry = stats.setdefault(base, {"model_id": base, **dict.fromkeys(DERIVED_RELATIONS, 0),
+                                            "downloads": 0, "downloads_unknown": 0, "computed_at": computed_at})
+            entry[relation] += 1
+            if downloads is None:
+                entry["downloads_unknown"] += 1
+            else:
+                entry["downloads"] += downloads
+    known = {model_id for batch in batches(stats)
+             for model_id in session.execute(sa.select(_M.id).where(_M.id.in_(batch))).scalars()}
+    table = DerivativeStats.__table__
+    session.execute(sa.delete(table))
+    records = [entry for base, entry in stats.items() if base in known]  # bases we hold a record of
+    if records:
+        session.execute(sa.insert(table), records)
+    return len(records)
+
+
+def trends_stale(engine: Engine) -> bool:
+    """True when a model or geometry changed after the last refresh (or none ran yet)."""
+    with read_only(engine).connect() as conn:  # every worker asks at start-up: never take the write lock
+        refreshed = conn.execute(sa.select(sa.func.max(TrendPointRow.__table__.c.computed_at))).scalar()
+        changed = [
+            conn.execute(sa.select(sa.func.max(HubModel.__table__.c.updated_at))).scalar(),
+            conn.execute(sa.select(sa.func.max(GeometryRow.__table__.c.derived_at))).scalar(),
+        ]
+    changed = [c for c in changed if c is not None]
+    if not changed:
+        return False  # empty store: nothing to aggregate
+    return refreshed is None or max(changed) > refreshed
+
+
+def ensure_trends(engine: Engine) -> RefreshReport | None:
+    """Refresh the precomputed series if the store changed since they were written."""
+    return refresh_trends(engine) if trends_stale(engine) else None

@@ -1,0 +1,233 @@
+"""/api/v1/models: the model list (JSON pages, CSV export), one model, raw config downloads.
+
+Path layout keeps model ids unambiguous: an id may contain "/" and ".", so it is always the
+whole rest of ``/api/v1/models/``, never followed by a sub-resource or stripped of a
+``.json``/``.csv`` suffix (``org/name.json`` is a legal Hub id). The list's CSV twin is the
+separate path ``/api/v1/models.csv``; config revisions have their own numeric paths.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, Field
+from sqlmodel import Session
+
+from observatory.bench.store import results_for_model
+from observatory.catalog.hardware import load_catalog
+from observatory.store.queries.models import (
+    SUMMARY_FIELDS,
+    ArchitectureInfo,
+    DerivativeCounts,
+    GeometryDetail,
+    InvalidPageToken,
+    ModelInfo,
+    ModelListParams,
+    ModelSummary,
+    Page,
+    RevisionInfo,
+    get_revision,
+    iter_models,
+    list_models,
+    not_found_message,
+    read_model,
+)
+from observatory.web.api.common import (
+    CSV_RESPONSE,
+    REPO_ID_PATTERN,
+    checked_model_id,
+    model_response,
+)
+from observatory.web.deps import ReadSessionDep, request_reader
+from observatory.web.errors import ERROR_RESPONSES, ApiError
+from observatory.web.estimates import (
+    DeviceRoofline,
+    KVCacheSummary,
+    kv_summary,
+    roofline_summary,
+)
+from observatory.web.rendering import csv_response
+from observatory.web.strict_params import StrictQueryRoute
+
+router = APIRouter(prefix="/api/v1", tags=["models"], responses=ERROR_RESPONSES,
+                   route_class=StrictQueryRoute)
+
+
+class BenchResultInfo(BaseModel):
+    """One spot-benchmark of the model's attention shape (see ``observatory.bench``)."""
+
+    created_at: datetime
+    status: str = Field(description="ok | skipped | failed")
+    reason: str | None
+    device: str
+    backend: str | None
+    dtype: str
+    batch: int
+    num_heads: int | None
+    num_kv_heads: int | None
+    head_dim: int | None
+    context: int
+    median_s: float | None
+    bytes_per_s: float | None
+    fraction_of_ceiling: float | None
+    ceiling_bytes_per_s: float | None
+    predicted_s: float | None
+    prediction_basis: str | None
+    peer_times_s: dict[str, float]
+    speedups: dict[str, float]
+    peer_errors: dict[str, str]
+    kernel: str | None = Field(None, description="gqa | mla (absorbed: one latent shared by all H heads)")
+    head_dim_v: int | None = Field(None, description="Value head dim (MLA: kv_lora_rank; head_dim is rank + rope)")
+    flops_per_s: float | None = None
+    fraction_of_matmul: float | None = Field(None, description="FLOP/s ÷ a large matmul's, same device and run")
+    predicted_bound: str | None = Field(None, description="memory | compute")
+    mha_median_s: float | None = Field(None, description="The MHA counterfactual (K = H), timed in the same rounds")
+    mha_predicted_s: float | None = None
+    mha_error: str | None = Field(None, description="Why the counterfactual did not run")
+    measured_speedup: float | None = Field(None, description="mha_median_s ÷ median_s")
+    predicted_speedup: float | None = Field(None, description="The roofline's ratio")
+
+
+class ModelDetail(BaseModel):
+    """Everything known about one model: Hub facts, current geometry with provenance, every
+    stored config revision, KV cache at common contexts with the MHA counterfactual, the
+    decode-attention roofline on every catalogued device, the latest spot-benchmarks."""
+
+    model: ModelInfo
+    geometry: GeometryDetail | None
+    revisions: list[RevisionInfo]
+    kv_cache: KVCacheSummary | None
+    roofline: list[DeviceRoofline] = Field(description="Batch 1 at 4k/32k/128k tokens, bf16 cache")
+    bench: list[BenchResultInfo] = Field(description="Latest spot-benchmarks, newest first")
+    architecture: ArchitectureInfo | None = Field(description="Other stored models with the same architecture")
+    derivatives: DerivativeCounts | None = Field(
+        description="Stored repositories that name this model as a base, by relation, with their downloads")
+
+
+def get_model_detail(session: Session, model_id: str) -> ModelDetail | None:
+    """The model page's data, or None when the store has no such model: the stored record, the
+    estimates derived from its geometry, its latest spot-benchmarks. ``model_id`` must be
+    validated by the caller (``repo_ids.validate_repo_id``)."""
+    record = read_model(session, model_id)
+    if record is None:
+        return None
+    params, active = record.parameters
+    return ModelDetail(
+        model=record.info,
+        geometry=record.geometry,
+        revisions=record.revisions,
+        kv_cache=kv_summary(record.geom) if record.has_cache else None,
+        roofline=roofline_summary(record.geom, load_catalog(), params, active) if record.has_cache else [],
+        bench=[BenchResultInfo.model_validate(r) for r in results_for_model(session, model_id, 10)],
+        architecture=record.architecture,
+        derivatives=record.derivatives,
+    )
+
+
+class ModelListResponse(BaseModel):
+    ok: bool = True
+    rows: list[ModelSummary]
+    next: str | None = Field(description="Token for the next page; pass it back as ?next=")
+    next_url: str | None = Field(description="This query's next page; null on the last page")
+
+
+class ModelDetailResponse(ModelDetail):
+    ok: bool = True
+
+
+def _list_page(session: Session, params: ModelListParams) -> Page:
+    try:
+        return list_models(session, params)
+    except InvalidPageToken as exc:
+        raise ApiError(400, f"next: {exc}") from None
+
+
+def stream_models_csv(request: Request, params: ModelListParams, headers: dict | None = None) -> Response:
+    """Every row of the query from ``params.next`` on as CSV, up to the server's row limit (the
+    ``X-Row-Limit`` header). Shared by the API's export and the models page's ``_stream=on``."""
+    max_rows = request.app.state.settings.api_csv_max_rows
+
+    def rows():
+        # The request's session closes when the handler returns; the stream outlives it.
+        with request_reader(request) as session:
+            for row in iter_models(session, params, max_rows):
+                yield row.model_dump()
+
+    return csv_response(list(SUMMARY_FIELDS), rows(), "models.csv",
+                        headers={"X-Row-Limit": str(max_rows), **(headers or {})})
+
+
+_ATTACHMENT = {"Content-Disposition": 'attachment; filename="models.csv"'}
+
+
+@router.get("/models", response_model=ModelListResponse, responses=CSV_RESPONSE,
+            summary="List models (filter, sort, keyset pages)")
+def models(request: Request, session: ReadSessionDep, params: Annotated[ModelListParams, Query()],
+           format: Annotated[Literal["json", "csv"], Query(description="csv streams every page")] = "json"):
+    """Models with their current geometry. Pages follow ``next`` (also in ``next_url`` and a
+    ``Link: <...>; rel="next"`` header); ``format=csv`` streams all pages of the same query,
+    up to the server's row limit (``X-Row-Limit`` header)."""
+    page = _list_page(session, params)  # a bad token is a 400 before any CSV is streamed
+    if format == "csv":
+        return stream_models_csv(request, params, _ATTACHMENT)
+    next_url = str(request.url.include_query_params(next=page.next)) if page.next else None
+    headers = {"Link": f'<{next_url}>; rel="next"'} if next_url else None
+    return model_response(ModelListResponse(rows=page.rows, next=page.next, next_url=next_url), headers)
+
+
+@router.get("/models.csv", response_class=Response, response_model=None, responses=CSV_RESPONSE,
+            summary="The model list as CSV (all pages)")
+def models_csv(request: Request, session: ReadSessionDep, params: Annotated[ModelListParams, Query()]) -> Response:
+    """The same query as ``/api/v1/models``, every page streamed as CSV up to the row limit."""
+    _list_page(session, params)
+    return stream_models_csv(request, params, _ATTACHMENT)
+
+
+@router.get("/models/{model_id:path}", response_model=ModelDetailResponse, summary="One model")
+def model(session: ReadSessionDep,
+          model_id: Annotated[str, Path(description="Hub repo id, e.g. meta-llama/Llama-3.1-8B",
+                                        json_schema_extra={"pattern": REPO_ID_PATTERN, "maxLength": 193})]):
+    """Hub facts, current geometry with the provenance of every value (config key, disclosed
+    or derived), every stored config revision (raw text at ``config_url``), KV cache at
+    4k/32k/128k tokens with its MHA counterfactual, the decode-attention roofline on every
+    catalogued device, and the latest spot-benchmarks. The id is the whole rest of the path."""
+    detail = get_model_detail(session, checked_model_id(model_id))
+    if detail is None:
+        raise ApiError(404, not_found_message(session, model_id))
+    return model_response(ModelDetailResponse.model_construct(**dict(detail), ok=True))
+
+
+_UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+@router.get(
+    "/revisions/{revision_id}/config.json", response_class=Response, response_model=None,
+    responses={200: {"content": {"application/json": {"schema": {}}, "text/plain": {"schema": {"type": "string"}}},
+                     "description": "The config.json text exactly as fetched (an attachment); text/plain "
+                                    "when what the repository holds is not JSON"}},
+    summary="Download one stored config.json verbatim",
+)
+def revision_config(session: ReadSessionDep, revision_id: Annotated[int, Path(ge=1, le=2**62)]) -> Response:
+    revision = get_revision(session, revision_id)
+    if revision is None:
+        raise ApiError(404, f"no config revision {revision_id}")
+    name = _UNSAFE_FILENAME.sub("_", f"{revision.model_id.replace('/', '__')}.{revision.sha[:24]}.config.json")
+    return Response(
+        revision.raw_text.encode("utf-8", "surrogatepass"),
+        media_type="application/json" if _is_json(revision.raw_text) else "text/plain; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{name}"',
+                 "X-Config-Provenance": revision.provenance},
+    )
