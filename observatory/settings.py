@@ -20,7 +20,7 @@ class Settings(BaseSettings):
 
     # Where the SQLite file (and other local state) lives unless database_url says otherwise.
     data_dir: Path = DEFAULT_DATA_DIR
-    # Empty means "SQLite file observatory.store.db inside data_dir"; any SQLAlchemy URL works
+    # Empty means "SQLite file observatory.db inside data_dir"; any SQLAlchemy URL works
     # (postgresql+psycopg://... when one machine is not enough).
     database_url: str = ""
 
@@ -147,7 +147,7 @@ class Settings(BaseSettings):
     def resolved_database_url(self) -> str:
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{self.data_dir / 'observatory.store.db'}"
+        return f"sqlite:///{self.data_dir / 'observatory.db'}"
 
 
 @lru_cache

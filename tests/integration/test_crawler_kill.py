@@ -70,7 +70,7 @@ def test_sigkill_then_restart_stores_every_model_exactly_once(engine, hub, hub_s
     mark_before = scope_state(engine).created_mark if old else None
     ids = populate(hub, new, prefix="new", start=datetime.now(timezone.utc), step_s=0.1)  # all above the mark
     hub.add_fault("resolve", None, delay=0.01, times=-1)  # slow enough to kill mid-way
-    db_path = str(hub_settings.data_dir / "observatory.store.db")
+    db_path = str(hub_settings.data_dir / "observatory.db")
 
     proc = _crawl_process(hub_settings)
     committed = _kill_when_stored(proc, db_path, kill_at, baseline=len(old))

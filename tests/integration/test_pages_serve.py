@@ -52,7 +52,7 @@ def test_workers_share_one_prepared_store_and_answer_without_delay(tmp_path, wor
         # Nagle's algorithm against the client's delayed ACK held every response of a worker
         # process back ~40 ms; with TCP_NODELAY a small answer takes about a millisecond.
         assert statistics.median(keep_alive_latencies(server.url, "/api/v1/hardware/h100-sxm")) < 0.02
-        with sqlite3.connect(data_dir / "observatory.store.db") as db:
+        with sqlite3.connect(data_dir / "observatory.db") as db:
             # the snapshot was loaded once, before the workers started
             models = db.execute("select count(*) from hub_model").fetchone()[0]
             assert models >= 150
@@ -78,7 +78,7 @@ def test_port_in_use_is_one_clear_line(tmp_path):
                                 capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert result.stderr.strip().splitlines() == [f"Error: 127.0.0.1:{port} is already in use; choose another --port"]
-    assert not (tmp_path / "data" / "observatory.store.db").exists()  # nothing prepared for a server that cannot start
+    assert not (tmp_path / "data" / "observatory.db").exists()  # nothing prepared for a server that cannot start
 
 
 def test_serve_help_lists_its_options():

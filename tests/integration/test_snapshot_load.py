@@ -219,7 +219,7 @@ def test_cli_load_prepares_the_database_and_is_idempotent(tmp_path):
     assert first.returncode == 0, first.stderr
     summary = json.loads(first.stdout)
     assert summary["models_added"] == len(ENTRIES) and summary["parse_errors"] == 0
-    assert (tmp_path / "data" / "observatory.store.db").exists()
+    assert (tmp_path / "data" / "observatory.db").exists()
 
     second = _run(tmp_path, "load")
     assert second.returncode == 0, second.stderr
@@ -236,7 +236,7 @@ def test_cli_bad_manifest_is_one_line_on_stderr(tmp_path):
     assert result.stdout == ""
     assert result.stderr.strip().count("\n") == 0 and "not valid JSON" in result.stderr
     assert "Traceback" not in result.stderr
-    assert not (tmp_path / "data" / "observatory.store.db").exists()  # refused before touching the store
+    assert not (tmp_path / "data" / "observatory.db").exists()  # refused before touching the store
 
 
 def test_cli_list_json(tmp_path):
