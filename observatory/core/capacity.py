@@ -44,7 +44,8 @@ class DeviceMemory:
     id: str
     name: str
     released: date
-    memory_bytes: int
+    memory_bytes: int  # every tier
+    on_chip_bytes: int = 0  # the on-chip SRAM tier of an SRAM-first chip; 0 when it has none
 
 
 def sequences_beside_weights(memory_bytes: int, parameters: int, sequence_bytes: int) -> int:

@@ -38,6 +38,14 @@ class HardwareSource(BaseModel):
     note: str
 
 
+class MemoryTierInfo(BaseModel):
+    name: str
+    bytes: int
+    bandwidth_bytes_per_s: float
+    on_chip: bool = Field(description="On-chip SRAM (SRAM-first chips), else off-chip DRAM/HBM")
+    note: str
+
+
 class HardwareInfo(BaseModel):
     """One catalogued accelerator (dense throughput only, never sparse figures)."""
 
@@ -54,6 +62,10 @@ class HardwareInfo(BaseModel):
     released: date
     released_note: str
     sources: list[HardwareSource]
+    memory_tiers: list[MemoryTierInfo] = Field(description="Fastest first; one tier unless the chip keeps weights "
+                                               "and cache in on-chip SRAM. memory_bytes is their sum and "
+                                               "bandwidth_bytes_per_s the fastest tier's")
+    on_chip_bytes: int = Field(description="On-chip SRAM tier bytes; 0 for a device without one")
 
 
 class RooflinePoint(BaseModel):

@@ -73,6 +73,8 @@ class Estimate(BaseModel):
     cache_fits: bool | None = Field(description="The KV cache alone fits in the devices' memory")
     fits: bool | None = Field(description="Weights and KV cache fit in the devices' memory; null when "
                                           "no weights are counted (attention alone)")
+    bytes_by_tier: dict[str, int] | None = Field(description="Bytes read from each memory tier, fastest first "
+                                                 "(filled fastest first; tiers read concurrently)")
 
 
 class RooflineResponse(BaseModel):
