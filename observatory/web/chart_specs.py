@@ -146,6 +146,21 @@ def share_g_over(points: Sequence[TrendPoint]) -> dict:
     }
 
 
+def tp8_fill(points: Sequence[TrendPoint]) -> dict:
+    """Share of models whose KV heads fill a TP = 8 node without replication, and its MLA part."""
+    n = lambda p: p.tp8_count  # noqa: E731 - the models whose KV heads are known
+    return {
+        "type": "xy",
+        "x": time_axis(points),
+        "y": {"unit": "share", "min": 0, "max": 1, "title": "share of models with known KV heads"},
+        "series": [{"label": "fill TP = 8 without replication", "colour": "series:3", "style": "line", "width": 3,
+                    "points": _line(points, lambda p: p.share_tp8_fill, n)},
+                   {"label": "of which MLA (needs data-parallel attention)", "colour": "kind:MLA", "style": "line",
+                    "dashed": True, "points": _line(points, lambda p: p.share_tp8_mla, n)}],
+        "counts": count_strip(points, n), "count_label": "models with known KV heads",
+    }
+
+
 def kv_per_token(points: Sequence[TrendPoint], by_size: bool = True) -> dict:
     """Median KV bytes per token (bf16) per period, overall and per parameter-size class."""
     series = [{"label": "median, all models", "colour": "series:8", "style": "line", "width": 3,

@@ -332,3 +332,35 @@ def test_unreadable_data_files_say_which(tmp_path):
         load_prices(broken)
     with pytest.raises(ResearchDataError, match="cannot read research table"):
         load_research(broken)
+
+
+# ---- "TP cannot split across KV heads" ------------------------------------------------------------
+
+TP8_QUARTERS = ({"label": "2025-Q3", "n": 4, "share": 1.0, "share_mla": 0.5},  # thin: not quoted
+                {"label": "2025-Q2", "n": 12, "share": 0.75, "share_mla": 0.25})
+
+
+def test_tp_kv_heads_holds_with_caveats(inputs):
+    result = check(_claim("tp-kv-heads"), replace(inputs, tp8_quarters=TP8_QUARTERS))
+    assert result["verdict"] == CAVEATS
+    copies = [f["ours"] for f in result["figures"][:5]]
+    assert copies == [1.0, 2.0, 8.0, 8.0, 1.0]  # Llama-3-70B TP 8 / 16, StarCoder TP 8, DeepSeek-V3 TP / DP
+    assert _figure(result, "Llama-3-70B 32k sequences on 8 x H100")["ours"] == 46
+    assert _figure(result, "the same on 16 x H100")["ours"] == 53
+    share = _figure(result, "new originals filling a TP = 8 node")
+    assert share["ours"] == 0.75 and "2025-Q2" in share["label"] and "n = 12" in share["how"]  # the last non-thin
+    assert "read literally, it does not" in result["summary"]
+
+
+def test_tp_kv_heads_fails_when_the_geometry_would_shard_past_k(inputs):
+    # A Llama-3-70B with 16 KV heads would split over 16 GPUs without copies: the claim's case is gone.
+    wide = replace(_geom(claims.LLAMA3_70B), num_kv_heads=16, group_size=4.0)
+    wide = replace(wide, kv_elements_per_token=sum(wide.layer_kv_elements()))
+    result = check(_claim("tp-kv-heads"), replace(inputs, geometries={**inputs.geometries, claims.LLAMA3_70B: wide}))
+    assert result["verdict"] == FAILS
+
+
+def test_tp_kv_heads_without_a_judged_quarter_says_so(inputs):
+    result = check(_claim("tp-kv-heads"), replace(inputs, tp8_quarters=TP8_QUARTERS[:1]))
+    assert not any(f["label"].startswith("new originals") for f in result["figures"])
+    assert any("no quarter holds 5" in step for step in result["steps"])
