@@ -222,7 +222,7 @@ BUILT_IN_RULES: tuple[tuple[str, dict], ...] = (
     ("kind_share", {"kind": "MLA", "direction": "above", "threshold": 0.2}),
     ("kind_share", {"kind": "MHA", "direction": "below", "threshold": 0.05}),
     ("g_over_16_share", {"direction": "above", "threshold": 0.1}),
-    ("tp8_fill_share", {"direction": "below", "threshold": 0.5}),
+    ("tp8_fill_share", {"direction": "below", "threshold": 0.5, "period": "quarter"}),
     ("release_changed", {}),
     ("new_dialect", {}),
 )

@@ -205,6 +205,13 @@ def test_capacity_matches_an_independent_oracle(client, db):
             assert row[key]["n"] == len(fits), (row["id"], key)
             assert row[key]["median"] == (statistics.median(fits) if fits else None), (row["id"], key)
             assert row[key]["weights_do_not_fit"] == fits.count(0)
+        new = [m for m in with_params if today - timedelta(days=365) < m[0] <= today]
+        for key, chip in (("chips_today", device.memory_bytes), ("chips_today_on_chip", device.on_chip_bytes)):
+            if key == "chips_today_on_chip" and not 0 < chip < device.memory_bytes:
+                assert row[key] is None, row["id"]  # only a chip with SRAM and off-chip memory has the second count
+                continue
+            needed = [-(-(2 * p + kvcache.cache_bytes(g, 32768)) // chip) for _, p, g in new]
+            assert row[key] == {"median": statistics.median(needed), "n": len(needed), "max": max(needed)}, row["id"]
 
 
 def test_kv_panel_matches_an_independent_oracle(client, db):

@@ -45,7 +45,7 @@ from pydantic import (
 from sqlmodel import Session
 
 from observatory.core.geometry import Geometry
-from observatory.store.ingest import derive
+from observatory.store.ingest import Derived, derive
 from observatory.store.tables import ConfigRevision, GeometryRow, HubModel
 from observatory.store.trend_tables import DerivativeStats
 
@@ -620,9 +620,9 @@ def _provenance(row: GeometryRow, geom: Geometry | None) -> list[ProvenanceItem]
     return items
 
 
-def current_geometry(session: Session, model: HubModel) -> tuple[GeometryRow | None, Geometry | None]:
-    """The stored geometry row of the model's current revision, and the same config parsed
-    again into a ``Geometry`` for the KV and roofline arithmetic (None where it does not parse)."""
+def current_derived(session: Session, model: HubModel) -> tuple[GeometryRow | None, Derived | None]:
+    """The stored geometry row of the model's current revision, and that revision's config parsed
+    again (its ``geometry`` for the KV and roofline arithmetic, its ``config`` for estimates)."""
     if model.current_revision_id is None:
         return None, None
     row = session.execute(
@@ -631,8 +631,14 @@ def current_geometry(session: Session, model: HubModel) -> tuple[GeometryRow | N
     raw = session.execute(
         sa.select(ConfigRevision.raw_text).where(ConfigRevision.id == model.current_revision_id)
     ).scalar_one_or_none()
-    geom = derive(raw).geometry if raw is not None and row is not None else None
-    return row, geom
+    return row, (derive(raw) if raw is not None and row is not None else None)
+
+
+def current_geometry(session: Session, model: HubModel) -> tuple[GeometryRow | None, Geometry | None]:
+    """The stored geometry row of the model's current revision, and the same config parsed
+    again into a ``Geometry`` (None where it does not parse)."""
+    row, derived = current_derived(session, model)
+    return row, derived.geometry if derived is not None else None
 
 
 @dataclass(frozen=True)
