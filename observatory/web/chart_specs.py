@@ -153,7 +153,7 @@ def tp8_fill(points: Sequence[TrendPoint]) -> dict:
         "type": "xy",
         "x": time_axis(points),
         "y": {"unit": "share", "min": 0, "max": 1, "title": "share of models with known KV heads"},
-        "series": [{"label": "fill TP = 8 without replication", "colour": "series:3", "style": "line", "width": 3,
+        "series": [{"label": "fill TP = 8 without replication", "colour": "series:8", "style": "line", "width": 3,
                     "points": _line(points, lambda p: p.share_tp8_fill, n)},
                    {"label": "of which MLA (needs data-parallel attention)", "colour": "kind:MLA", "style": "line",
                     "dashed": True, "points": _line(points, lambda p: p.share_tp8_mla, n)}],
@@ -360,3 +360,20 @@ def sequences_beside_weights(rows: Sequence[dict], context: int) -> dict:
     return {"type": "xy", "n_label": "models", "legend_shapes": True, "x": {"type": "time", "resolution": "day"},
             "y": {"min": 0, "title": f"{context // 1024}k sequences (median)"},
             "series": series}
+
+
+def kv_against_context(models: Sequence[dict]) -> dict:
+    """Each compared model's bf16 KV cache of one sequence against its length (both axes log):
+    straight lines of slope 1, bent where sliding-window layers stop growing."""
+    series = []
+    for i, m in enumerate(models):
+        if not m["curve"]:
+            continue
+        series.append({"label": m["id"], "style": "line", "colour": f"series:{i % 8 + 1}", "point_radius": 3,
+                       "shape": PAPER_SHAPES[i % len(PAPER_SHAPES)],
+                       "points": [{"x": p["context"], "y": p["bytes"],
+                                   "name": f"{m['id']}: {p['context']:,} tokens"
+                                           + (" (beyond its max context)" if p["beyond_max_context"] else "")}
+                                  for p in m["curve"]]})
+    return {"type": "xy", "legend_shapes": True, "x": {"type": "log", "title": "tokens per sequence"},
+            "y": {"type": "log", "unit": "bytes", "title": "KV cache of one sequence (bf16)"}, "series": series}

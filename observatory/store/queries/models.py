@@ -79,7 +79,7 @@ def _whole_if_integral(value: float | None) -> float | int | None:
 GroupSize = Annotated[int | float | None, BeforeValidator(_whole_if_integral)]
 
 
-def _comma_list(value: Any) -> Any:
+def comma_list(value: Any) -> Any:
     """``kind=MLA,GQA`` means the same as ``kind=MLA&kind=GQA``."""
     items = value if isinstance(value, list) else [value] if isinstance(value, str) else value
     if not isinstance(items, list):
@@ -120,11 +120,11 @@ class ModelListParams(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    kind: Annotated[list[AttentionKind], BeforeValidator(_comma_list)] = Field(
+    kind: Annotated[list[AttentionKind], BeforeValidator(comma_list)] = Field(
         default_factory=list, max_length=5,
         description="Attention kinds to keep (any of; repeat the parameter or separate with commas): "
                     "MHA, MQA, GQA, MLA, none")
-    relation: Annotated[list[Relation], BeforeValidator(_comma_list)] = Field(
+    relation: Annotated[list[Relation], BeforeValidator(comma_list)] = Field(
         default_factory=list, max_length=5,
         description="Relations to a base model to keep (any of; repeatable or comma-separated): "
                     + ", ".join(RELATIONS))
