@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from observatory.core import deployment
+from observatory.core.deployment import DP_ATTENTION, group_capacity, layout
 from observatory.core.geometry import Geometry
 from observatory.core.kvcache import (
     GB,
@@ -377,9 +377,9 @@ TP_CONTEXT = 32_768
 
 def _tp_kv_heads(inputs: Inputs) -> dict:
     llama, mqa, mla = (inputs.geometries[m] for m in (LLAMA3_70B, STARCODER, DEEPSEEK_V3))
-    at8, at16 = deployment.layout(llama, 8), deployment.layout(llama, 16)
-    mqa8 = deployment.layout(mqa, 8)
-    mla_tp, mla_dp = deployment.layout(mla, 8), deployment.layout(mla, 8, deployment.DP_ATTENTION)
+    at8, at16 = layout(llama, 8), layout(llama, 16)
+    mqa8 = layout(mqa, 8)
+    mla_tp, mla_dp = layout(mla, 8), layout(mla, 8, DP_ATTENTION)
     figures = [
         _figure("Llama-3-70B (K = 8): copies of its KV cache at TP = 8", None, at8.copies, "x",
                 "max(1, 8 // 8) = 1 head per rank, each head on one rank"),
@@ -403,7 +403,7 @@ def _tp_kv_heads(inputs: Inputs) -> dict:
     params = inputs.parameters.get(LLAMA3_70B)
     device = inputs.devices.get(H100)
     if params and device is not None and device.memory_bytes:
-        fit8, fit16 = (deployment.group_capacity(llama, device.memory_bytes, tp, TP_CONTEXT, params=params).max_sequences
+        fit8, fit16 = (group_capacity(llama, device.memory_bytes, tp, TP_CONTEXT, params=params).max_sequences
                        for tp in (8, 16))
         figures.append(_figure("Llama-3-70B 32k sequences on 8 x H100", None, fit8, "sequences",
                                "(80 GB - weights / 8) / (one head x 80 layers x 32,768 tokens x 4 B)"))
