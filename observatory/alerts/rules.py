@@ -75,6 +75,7 @@ from observatory.core.trends import (
     TrendRow,
     attention_stack,
     describe_kind,
+    fills_tp8_node,
     group_by_period,
     period_label,
     points_from_groups,
@@ -460,10 +461,6 @@ def evaluate_trend_rule(spec: RuleSpec, rows: Sequence[TrendRow]) -> RuleResult:
                            among=lambda r: r.attention_kind == "MLA" or r.kv_tp_max is not None)
     raise RuleError([f"{spec.kind} is not a trend rule"])
 
-
-def fills_tp8_node(row: TrendRow) -> bool:
-    """The per-model test behind ``share_tp8_fill`` (``core.trends``)."""
-    return row.attention_kind == "MLA" or (row.kv_tp_max or 0) >= NODE_TP
 
 
 def _point_summary(point: TrendPoint, label: str) -> dict:

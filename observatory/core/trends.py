@@ -160,6 +160,11 @@ def describe_kind(attention_kind: str, is_hybrid: bool) -> str:
     return stack if stack == "attention-free" else attention_kind + (" hybrid" if stack == "hybrid" else "")
 
 
+def fills_tp8_node(row: TrendRow) -> bool:
+    """One model's part in ``share_tp8_fill``: MLA, or every KV layer's K divisible by NODE_TP."""
+    return row.attention_kind == "MLA" or (row.kv_tp_max or 0) >= NODE_TP
+
+
 def size_class(num_parameters: int | None) -> str:
     if num_parameters is None or num_parameters <= 0:
         return "unknown"
