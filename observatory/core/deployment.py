@@ -256,11 +256,16 @@ def group_capacity(geom: Geometry, memory_bytes: int | None, tp: int, context: i
     lay = layout(geom, tp, mode, kv_dtype)
     weights = weights_per_rank(params, tp, mode, attention_params, weight_dtype)
     per_sequence = cache_bytes(rank_geometry(geom, tp), context, 1, kv_dtype)
+    return _fit(lay, weights, per_sequence, memory_bytes)
+
+
+def _fit(lay: Layout, weights: int | None, per_sequence: int, memory_bytes: int | None) -> GroupCapacity:
     if memory_bytes is None or not per_sequence or weights is None or lay.vllm_refusal:
-        return GroupCapacity(tp, mode, weights, None, lay.vllm_refusal)
+        return GroupCapacity(lay.tp, lay.mode, weights, None, lay.vllm_refusal)
     free = memory_bytes - weights
     fits = free // per_sequence if free > 0 else 0
-    return GroupCapacity(tp, mode, weights, fits * tp if mode == DP_ATTENTION else fits, lay.vllm_refusal)
+    return GroupCapacity(lay.tp, lay.mode, weights, fits * lay.tp if lay.mode == DP_ATTENTION else fits,
+                         lay.vllm_refusal)
 
 
 def modes_for(geom: Geometry) -> tuple[str, ...]:
@@ -274,15 +279,18 @@ def capacity_table(geom: Geometry, devices: Iterable, context: int, *, params: f
     and the most sequences of ``context`` tokens, for each attention mode the model offers; with
     the layouts and the replication sentence."""
     modes = modes_for(geom)
+    # what depends on the degree alone, once per (mode, degree); each device then costs a division
+    per_degree = [(layout(geom, tp, mode, kv_dtype), weights_per_rank(params, tp, mode, attention_params),
+                   cache_bytes(rank_geometry(geom, tp), context, 1, kv_dtype))
+                  for mode in modes for tp in degrees]
     return {
         "context": context, "kv_dtype": kv_dtype, "degrees": list(degrees), "modes": list(modes),
-        "layouts": [layout(geom, tp, mode, kv_dtype).to_dict() for mode in modes for tp in degrees],
+        "layouts": [lay.to_dict() for lay, _, _ in per_degree],
         "replication": replication_starts(geom, degrees),
         "sentence": replication_sentence(geom, degrees),
         "rows": [{"hardware_id": d.id, "name": d.name, "memory_bytes": d.memory_bytes,
-                  "cells": [group_capacity(geom, d.memory_bytes, tp, context, mode, params=params,
-                                           attention_params=attention_params, kv_dtype=kv_dtype).to_dict()
-                            for mode in modes for tp in degrees]}
+                  "cells": [_fit(lay, weights, sequence, d.memory_bytes).to_dict()
+                            for lay, weights, sequence in per_degree]}
                  for d in devices],
     }
 
