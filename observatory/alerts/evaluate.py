@@ -44,7 +44,7 @@ from observatory.store.db import read_session, session_scope
 from observatory.store.tables import ConfigRevision, GeometryRow, HubModel, utcnow
 from observatory.store.trends import Population, load_trend_rows
 
-TREND_KINDS = ("median_g_shift", "kind_share", "g_over_16_share")
+TREND_KINDS = ("median_g_shift", "kind_share", "g_over_16_share", "tp8_fill_share")
 log = logging.getLogger(__name__)
 
 

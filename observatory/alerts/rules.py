@@ -17,6 +17,10 @@ Rule kinds
     latest period is ``above`` (>=) or ``below`` (<=) ``threshold``.
 ``g_over_16_share``
     The share of new models with G > 16 in the latest period is above/below ``threshold``.
+``tp8_fill_share``
+    The share of new models whose KV heads fill a TP = 8 node without replication (every KV
+    layer's K divisible by 8, or MLA with data-parallel attention; ``core.trends``) crossed
+    ``threshold``. Periods are judged on the models whose KV heads are known (``tp8_count``).
 ``release_changed``
     An organisation (``group_by=author``) or architecture family (``group_by=model_type``)
     released a model whose G or kind is not among those of its previous release. A release is
@@ -57,6 +61,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from observatory.core.deployment import NODE_TP
 from observatory.core.trends import (
     ATTENTION_KINDS,
     G_TIPPING_POINT,
@@ -70,6 +75,7 @@ from observatory.core.trends import (
     TrendRow,
     attention_stack,
     describe_kind,
+    fills_tp8_node,
     group_by_period,
     period_label,
     points_from_groups,
@@ -180,6 +186,17 @@ RULE_KINDS: dict[str, RuleKind] = {
             stateful=True,
         ),
         RuleKind(
+            "tp8_fill_share", f"Share filling a TP = {NODE_TP} node",
+            f"The share of models whose KV heads fill a TP = {NODE_TP} node without replication (K divisible by "
+            f"{NODE_TP}, or MLA with data-parallel attention) crossed a threshold between the two latest judged periods.",
+            (
+                _DIRECTION,
+                Param("threshold", float, 0.5, "share between 0 and 1", 0.0, 1.0),
+                _SHARE_HYSTERESIS, _PERIOD, _WEIGHTING, _MIN_MODELS,
+            ),
+            stateful=True,
+        ),
+        RuleKind(
             "release_changed", "A release changed G or kind",
             "An organisation or architecture family released models whose G or attention kind is not "
             "among those of its previous release.",
@@ -206,6 +223,7 @@ BUILT_IN_RULES: tuple[tuple[str, dict], ...] = (
     ("kind_share", {"kind": "MLA", "direction": "above", "threshold": 0.2}),
     ("kind_share", {"kind": "MHA", "direction": "below", "threshold": 0.05}),
     ("g_over_16_share", {"direction": "above", "threshold": 0.1}),
+    ("tp8_fill_share", {"direction": "below", "threshold": 0.5, "period": "quarter"}),
     ("release_changed", {}),
     ("new_dialect", {}),
 )
@@ -286,6 +304,9 @@ class RuleSpec:
         elif self.kind == "g_over_16_share":
             sign = ">=" if p["direction"] == "above" else "<="
             text = f"Share with G > {G_TIPPING_POINT} {sign} {p['threshold']:.0%} ({p['period']})"
+        elif self.kind == "tp8_fill_share":
+            sign = ">=" if p["direction"] == "above" else "<="
+            text = f"Share filling a TP = {NODE_TP} node without replication {sign} {p['threshold']:.0%} ({p['period']})"
         elif self.kind == "release_changed":
             who = "an organisation" if p["group_by"] == "author" else "an architecture family"
             text = f"A release of {who} changed {'G or kind' if p['watch'] == 'any' else p['watch']}"
@@ -433,7 +454,13 @@ def evaluate_trend_rule(spec: RuleSpec, rows: Sequence[TrendRow]) -> RuleResult:
         return _share_rule(spec, points, groups, lambda pt: pt.share_g_over_16,
                            lambda r: r.group_size is not None and r.group_size > G_TIPPING_POINT,
                            f"share with G > {G_TIPPING_POINT}")
+    if spec.kind == "tp8_fill_share":
+        floor = max(p["min_models"], THIN_N)  # judged on the models whose KV heads are known
+        return _share_rule(spec, points, groups, lambda pt: pt.share_tp8_fill if pt.tp8_count >= floor else None,
+                           fills_tp8_node, f"share filling a TP = {NODE_TP} node without replication",
+                           among=lambda r: r.attention_kind == "MLA" or r.kv_tp_max is not None)
     raise RuleError([f"{spec.kind} is not a trend rule"])
+
 
 
 def _point_summary(point: TrendPoint, label: str) -> dict:
@@ -480,7 +507,7 @@ def _median_shift(spec: RuleSpec, points: list[TrendPoint], groups: dict) -> Rul
     return RuleResult([Finding({"period": label}, state, move, summary, details)], judged=True)
 
 
-def _share_rule(spec, points, groups, value_of, selects, name: str) -> RuleResult:
+def _share_rule(spec, points, groups, value_of, selects, name: str, among=lambda r: True) -> RuleResult:
     """Fires on a crossing only: the latest judged period past the threshold while the previous
     judged period was on the other side. Staying past it holds (a firing alert stays firing, no
     new alert starts); coming back past the hysteresis band clears."""
@@ -497,7 +524,7 @@ def _share_rule(spec, points, groups, value_of, selects, name: str) -> RuleResul
     state = _band(value, p["threshold"], p["hysteresis"], p["direction"])
     if state == "fire" and (previous is None or _past(value_of(previous), p["threshold"], p["direction"])):
         state = "hold"  # no crossing: it was already past the threshold (or nothing to compare with)
-    rows = groups.get(current.period_start, [])
+    rows = [r for r in groups.get(current.period_start, []) if among(r)]
     chosen = [r for r in rows if selects(r)] if p["direction"] == "above" else [r for r in rows if not selects(r)]
     chosen.sort(key=lambda r: (-(r.downloads or 0), r.model_id))
     models, more = _listed(chosen)

@@ -2,6 +2,11 @@
 
 The catalog is data (``observatory/catalog/data/hardware.json``); this module only loads and checks it.
 Throughput is always the dense figure: vendors headline 2:4-sparse numbers, twice as large.
+
+A device has one memory tier (``memory_bytes`` at ``bandwidth_bytes_per_s``) unless its entry lists
+``memory_tiers`` (SRAM-first chips: on-chip SRAM, and off-chip DRAM where it has any); then
+``memory_bytes`` is their sum and ``bandwidth_bytes_per_s`` the fastest tier's, and the entry
+must not state them itself (two places for one number would drift apart).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 from observatory.catalog.files import read_json
 from observatory.core import capacity
+from observatory.core.tiers import MemoryTier
 
 CATALOG_PATH = Path(__file__).parent / "data" / "hardware.json"
 
@@ -44,6 +50,17 @@ class Device:
     memory_note: str = ""
     flops_note: str = ""
     sources: tuple[Source, ...] = ()
+    memory_tiers: tuple[MemoryTier, ...] = ()  # fastest first; one tier unless the entry lists several
+    tier_notes: tuple[str, ...] = ()  # per tier, what the source says of it
+
+    @property
+    def on_chip_bytes(self) -> int:
+        return sum(t.bytes for t in self.memory_tiers if t.on_chip)
+
+    @property
+    def sram_first(self) -> bool:
+        """On-chip SRAM is where this chip keeps weights and cache, not a cache in front of DRAM."""
+        return self.on_chip_bytes > 0
 
     def peak_flops(self, dtype: str = "bf16") -> float | None:
         """Dense matrix throughput for ``dtype``; FP8 falls back to BF16 where a chip has no FP8 path,
@@ -61,6 +78,10 @@ class Device:
             "flops_note": self.flops_note, "released": self.released.isoformat(),
             "released_note": self.released_note,
             "sources": [{"url": s.url, "note": s.note} for s in self.sources],
+            "memory_tiers": [{"name": t.name, "bytes": t.bytes, "bandwidth_bytes_per_s": t.bandwidth_bytes_per_s,
+                              "on_chip": t.on_chip, "note": note}
+                             for t, note in zip(self.memory_tiers, self.tier_notes)],
+            "on_chip_bytes": self.on_chip_bytes,
         }
 
 
@@ -80,8 +101,8 @@ def parse_catalog(data: Any) -> tuple[Device, ...]:
         if entry["id"] in seen:
             raise CatalogError(f"{where}: duplicate id")
         seen.add(entry["id"])
-        memory = _number(entry, "memory_bytes", where, required=True)
-        bandwidth = _number(entry, "bandwidth_bytes_per_s", where, required=True)
+        tiers, notes = _tiers(entry, where)
+        memory, bandwidth = sum(t.bytes for t in tiers), tiers[0].bandwidth_bytes_per_s
         bf16 = _number(entry, "bf16_dense_flops", where)
         fp8 = _number(entry, "fp8_dense_flops", where)
         try:
@@ -99,8 +120,38 @@ def parse_catalog(data: Any) -> tuple[Device, ...]:
             bf16_dense_flops=bf16, fp8_dense_flops=fp8, released=released,
             released_note=str(entry.get("released_note", "")), memory_note=str(entry.get("memory_note", "")),
             flops_note=str(entry.get("flops_note", "")),
-            sources=tuple(Source(s["url"], str(s.get("note", ""))) for s in sources)))
+            sources=tuple(Source(s["url"], str(s.get("note", ""))) for s in sources),
+            memory_tiers=tiers, tier_notes=notes))
     return tuple(devices)
+
+
+def _tiers(entry: dict, where: str) -> tuple[tuple[MemoryTier, ...], tuple[str, ...]]:
+    """The entry's memory tiers, fastest first: its ``memory_tiers`` list, else one tier."""
+    listed = entry.get("memory_tiers")
+    if listed is None:
+        memory = _number(entry, "memory_bytes", where, required=True)
+        bandwidth = _number(entry, "bandwidth_bytes_per_s", where, required=True)
+        return (MemoryTier("memory", int(memory), bandwidth),), (str(entry.get("memory_note", "")),)
+    stated = [key for key in ("memory_bytes", "bandwidth_bytes_per_s") if key in entry]
+    if stated:
+        raise CatalogError(f"{where}: with memory_tiers, {' and '.join(stated)} come from the tiers; remove them")
+    if not isinstance(listed, list) or not listed:
+        raise CatalogError(f"{where}: memory_tiers must be a non-empty list")
+    tiers, names = [], set()
+    for i, tier in enumerate(listed):
+        at = f"{where}, memory_tiers[{i}]"
+        if not isinstance(tier, dict) or not isinstance(tier.get("name"), str) or not tier["name"]:
+            raise CatalogError(f"{at}: must be an object with a non-empty name")
+        if tier["name"] in names:
+            raise CatalogError(f"{at}: duplicate tier name {tier['name']!r}")
+        names.add(tier["name"])
+        if not isinstance(tier.get("on_chip"), bool):
+            raise CatalogError(f"{at}: on_chip must be true or false")
+        size = _number(tier, "bytes", at, required=True)
+        speed = _number(tier, "bandwidth_bytes_per_s", at, required=True)
+        tiers.append((MemoryTier(tier["name"], int(size), speed, tier["on_chip"]), str(tier.get("note", ""))))
+    tiers.sort(key=lambda pair: -pair[0].bandwidth_bytes_per_s)
+    return tuple(t for t, _ in tiers), tuple(n for _, n in tiers)
 
 
 def _number(entry: dict, key: str, where: str, *, required: bool = False) -> float | None:
@@ -152,4 +203,5 @@ def match_device(reported_name: str, devices: tuple[Device, ...] | None = None) 
 
 def device_memories(devices: tuple[Device, ...] | None = None) -> list[capacity.DeviceMemory]:
     """The catalog as ``core.capacity`` reads it: each device's memory and release date."""
-    return [capacity.DeviceMemory(d.id, d.name, d.released, d.memory_bytes) for d in devices or load_catalog()]
+    return [capacity.DeviceMemory(d.id, d.name, d.released, d.memory_bytes, d.on_chip_bytes)
+            for d in devices or load_catalog()]

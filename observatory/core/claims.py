@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from observatory.core.deployment import DP_ATTENTION, group_capacity, layout
 from observatory.core.geometry import Geometry
 from observatory.core.kvcache import (
     GB,
@@ -38,6 +39,7 @@ from observatory.core.roofline import (
     decode_estimate,
     max_batch,
 )
+from observatory.core.trends import THIN_N
 
 HOLDS, CAVEATS, FAILS = "holds", "holds with caveats", "does not hold"
 VERDICTS = (HOLDS, CAVEATS, FAILS)
@@ -52,6 +54,8 @@ LLAMA31_70B = "meta-llama/Llama-3.1-70B-Instruct"  # same geometry as the base m
 LLAMA31_405B = "meta-llama/Llama-3.1-405B"
 QWEN25_72B = "Qwen/Qwen2.5-72B"
 MISTRAL_7B = "mistralai/Mistral-7B-v0.1"
+LLAMA3_70B = "meta-llama/Meta-Llama-3-70B"
+STARCODER = "bigcode/starcoder"  # MQA: one KV head
 H100 = "h100-sxm"
 
 
@@ -70,6 +74,8 @@ class Inputs:
     geometries: Mapping[str, Geometry]
     parameters: Mapping[str, int | None] = field(default_factory=dict)
     devices: Mapping[str, Machine] = field(default_factory=dict)
+    # The originals' quarterly TP = 8 series: {"label", "n", "share", "share_mla"} per quarter, oldest first.
+    tp8_quarters: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -364,6 +370,70 @@ def _isca_per_token(inputs: Inputs) -> dict:
                    "At least one figure differs from the stored geometry (see the table).", figures, steps)
 
 
+# ---- "TP cannot be split across the KV-head dimension" ----------------------------------------
+
+TP_CONTEXT = 32_768
+
+
+def _tp_kv_heads(inputs: Inputs) -> dict:
+    llama, mqa, mla = (inputs.geometries[m] for m in (LLAMA3_70B, STARCODER, DEEPSEEK_V3))
+    at8, at16 = layout(llama, 8), layout(llama, 16)
+    mqa8 = layout(mqa, 8)
+    mla_tp, mla_dp = layout(mla, 8), layout(mla, 8, DP_ATTENTION)
+    figures = [
+        _figure("Llama-3-70B (K = 8): copies of its KV cache at TP = 8", None, at8.copies, "x",
+                "max(1, 8 // 8) = 1 head per rank, each head on one rank"),
+        _figure("the same at TP = 16", None, at16.copies, "x", "max(1, 8 // 16) = 1 head per rank, 16 // 8 = 2 ranks per head"),
+        _figure("StarCoder (MQA, K = 1) at TP = 8", None, mqa8.copies, "x", "its one head on all 8 ranks"),
+        _figure("DeepSeek-V3 (MLA) at TP = 8, plain TP", None, mla_tp.copies, "x", "the whole latent on every rank"),
+        _figure("DeepSeek-V3 at TP = 8, data-parallel attention", None, mla_dp.copies, "x",
+                "each rank the latent of its own sequences"),
+    ]
+    steps = [
+        f"vLLM: KV heads per rank = max(1, K // TP); when TP >= K each head is held by TP // K ranks. Llama-3-70B: "
+        f"{at8.rank_bytes_per_token:,} B per token on each rank at TP = 8 and still {at16.rank_bytes_per_token:,} B at "
+        f"TP = 16, so the 16 ranks hold {at16.copies:g} copies",
+        f"StarCoder's single KV head is replicated on all 8 ranks: {mqa8.rank_bytes_per_token:,} B per token each, "
+        f"{mqa8.copies:g} copies",
+        f"DeepSeek-V3 caches one {mla.mla.latent_elements_per_layer}-element latent per layer and no KV heads: plain TP "
+        f"stores it {mla_tp.copies:g} times at TP = 8; data-parallel attention once",
+        "Megatron-LM divides the query groups by TP (divide(num_query_groups, world_size)): TP = 16 is refused for "
+        f"K = 8 ({'divisible' if at16.megatron_divisible else 'not divisible'})",
+    ]
+    params = inputs.parameters.get(LLAMA3_70B)
+    device = inputs.devices.get(H100)
+    if params and device is not None and device.memory_bytes:
+        fit8, fit16 = (group_capacity(llama, device.memory_bytes, tp, TP_CONTEXT, params=params).max_sequences
+                       for tp in (8, 16))
+        figures.append(_figure("Llama-3-70B 32k sequences on 8 x H100", None, fit8, "sequences",
+                               "(80 GB - weights / 8) / (one head x 80 layers x 32,768 tokens x 4 B)"))
+        figures.append(_figure("the same on 16 x H100", None, fit16, "sequences",
+                               "twice the GPUs, the same per-rank cache per sequence"))
+        steps.append(f"on H100s at 32k: {fit8} sequences at TP = 8, {fit16} at TP = 16: doubling the GPUs adds "
+                     f"{fit16 - fit8}, because each still holds one whole KV head of every sequence")
+    judged = [q for q in inputs.tp8_quarters if q["n"] >= THIN_N and q["share"] is not None]
+    if judged:
+        last = judged[-1]
+        figures.append(_figure(f"new originals filling a TP = 8 node without replication, {last['label']}", None,
+                               last["share"], "share", f"K divisible by 8, or MLA; n = {last['n']}"))
+        steps.append(f"of the new originals of {last['label']} (n = {last['n']}), {last['share']:.0%} fill a TP = 8 "
+                     f"node without replication ({(last['share_mla'] or 0):.0%} of them through MLA with data-parallel "
+                     f"attention); the rest store some KV head on several GPUs")
+    else:
+        steps.append(f"no quarter holds {THIN_N} new originals with known KV heads: the population share is not shown")
+    ok = (at8.copies == 1 and at16.copies == 2 and mqa8.copies == 8 and mla_tp.copies == 8 and mla_dp.copies == 1
+          and at16.megatron_divisible is False)
+    verdict = CAVEATS if ok else FAILS
+    return _result(
+        verdict,
+        "Tensor parallelism does split across the KV heads, up to TP = K: Llama-3-70B's 8 heads shard over 8 GPUs, one "
+        "each. What it cannot split is one head, so beyond K every extra rank stores copies (vLLM) or the degree is "
+        "refused (Megatron-LM): Llama-3-70B keeps its cache twice at TP = 16, an MQA model eight times at TP = 8, and "
+        "MLA, which has no KV heads at all, once per rank under plain TP unless attention runs data-parallel. Read as "
+        "\"TP cannot go past the KV-head count without replication\", it holds; read literally, it does not.",
+        figures, steps)
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("llama2-70b-kv-2048", "Llama 2 70B's KV cache at 2,048 tokens",
           "Llama 2 70B's KV cache at 2,048 tokens is 2.68 GB with multi-head attention and 0.33 GB with "
@@ -402,6 +472,13 @@ CLAIMS: tuple[Claim, ...] = (
           Source("DeepSeek-AI, Insights into DeepSeek-V3: Scaling Challenges and Reflections on Hardware for AI "
                  "Architectures (ISCA 2025, arXiv 2505.09343)", "https://arxiv.org/abs/2505.09343", "Table 1"),
           (DEEPSEEK_V3, QWEN25_72B, LLAMA31_405B), _isca_per_token),
+    Claim("tp-kv-heads", "\"TP cannot split across KV heads\"",
+          "Tensor parallelism cannot be split across the KV-head dimension, and strategy tools must take it into "
+          "account.",
+          Source("The observatory's seed, as quoted in issue 24", None, "",
+                 "Checked against vLLM's and Megatron-LM's sharding rules (core.deployment); tests/unit/"
+                 "test_deployment.py quotes each rule's source line."),
+          (LLAMA3_70B, STARCODER, DEEPSEEK_V3), _tp_kv_heads),
 )
 
 

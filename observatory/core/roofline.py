@@ -27,9 +27,11 @@ treated as memory-bound. The token-rate ceiling is ``batch / time``: for attenti
 what attention would allow if nothing else ran.
 
 Memory: ``cache_fits`` says the KV cache alone fits; ``fits`` says the weights *and* the cache
-fit (None when the parameter count is unknown, so it cannot be judged). ``devices`` spreads one
-model over that many identical devices with ideal tensor parallelism (memory and bandwidth add
-up); ``devices_for_weights`` is the fewest that hold the weights at all.
+fit (None when the parameter count is unknown, so it cannot be judged). A device with two memory
+tiers (SRAM-first chips: on-chip SRAM and, on some, off-chip DRAM) holds the bytes fastest tier
+first and reads the tiers concurrently (``core.tiers``); ``bytes_by_tier`` says where they sat.
+``devices`` spreads one model over that many identical devices with ideal tensor parallelism
+(memory and bandwidth add up); ``devices_for_weights`` is the fewest that hold the weights at all.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from observatory.core.kvcache import (
     max_sequences,
     mha_counterfactual,
 )
+from observatory.core.tiers import place, read_seconds, tiers_of
 
 DEFAULT_PER_CALL_S = 10e-6  # measured floor per decode-attention call: 8.4–11.5 µs (anchors §3.10)
 AIC_BANDWIDTH_EFFICIENCY = 0.8  # aiconfigurator's mem_bw_empirical_scaling_factor, for callers who want it
@@ -53,7 +56,9 @@ BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 class Machine(Protocol):
-    """What the roofline needs of a device: ``hardware.Device`` and ``MeasuredMachine`` both fit."""
+    """What the roofline needs of a device: ``hardware.Device`` and ``MeasuredMachine`` both fit.
+    A device may also carry ``memory_tiers`` (``core.tiers.MemoryTier``, any order); without them
+    it has one tier of ``memory_bytes`` at ``bandwidth_bytes_per_s``."""
 
     memory_bytes: int | None
     bandwidth_bytes_per_s: float
@@ -95,6 +100,7 @@ class DecodeEstimate:
     devices: int  # identical devices the step is spread over (ideal tensor parallelism)
     cache_fits: bool | None  # the KV cache alone within the devices' memory; None when memory is unknown
     fits: bool | None  # weights and cache together; None when memory or the parameter count is unknown
+    bytes_by_tier: dict[str, int] | None = None  # where the bytes sat, fastest tier first (one tier: all of them)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -140,7 +146,8 @@ def decode_estimate(geom: Geometry, machine: Machine, context: int, batch: int =
     weights = int(params * dtype_bytes(weight_dtype)) if params else 0
     weight_flops = 2.0 * (active_params or params or 0) * batch
     total_bytes, total_flops = kv + weights, attn + weight_flops
-    memory_s = total_bytes / (machine.bandwidth_bytes_per_s * efficiency * devices)
+    tiers = tiers_of(machine)
+    memory_s = read_seconds(total_bytes, tiers, devices, efficiency)
     peak = machine.peak_flops(_compute_dtype(kv_dtype))
     compute_s = total_flops / (peak * devices) if peak else 0.0
     memory = None if machine.memory_bytes is None else machine.memory_bytes * devices
@@ -153,7 +160,8 @@ def decode_estimate(geom: Geometry, machine: Machine, context: int, batch: int =
         bound="compute" if compute_s > memory_s else "memory", calls=calls, memory_s=memory_s,
         compute_s=compute_s, time_s=time_s, tokens_per_s=batch / time_s if time_s else float("inf"),
         devices=devices, cache_fits=None if memory is None else kv <= memory,
-        fits=None if memory is None or not params else total_bytes <= memory)
+        fits=None if memory is None or not params else total_bytes <= memory,
+        bytes_by_tier={t.name: b for t, b in zip(tiers, place(total_bytes, tiers, devices))})
 
 
 def devices_for_weights(machine: Machine, params: float | None, weight_dtype: str = "bf16") -> int | None:

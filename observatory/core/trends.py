@@ -42,6 +42,12 @@ Definitions (the methodology page quotes these):
   total parameters (disclosed, else estimated from the config):
   ``<3B`` [0, 3e9), ``3-15B`` [3e9, 15e9), ``15-80B`` [15e9, 80e9), ``>80B`` [80e9, inf),
   ``unknown`` when the count is not known.
+- **Filling a TP = 8 node** (``share_tp8_fill``): among models with attention layers whose KV heads
+  are known (``tp8_count``), the share whose heads shard over the 8 ranks of one node with no
+  replication: every KV layer's K divisible by 8 (``kv_tp_max`` >= 8; see ``core.deployment``), or
+  MLA, whose latent is stored once per sequence when attention runs data-parallel.
+  ``share_tp8_mla`` is the MLA part of it. K >= 8 that 8 does not divide (K = 12, 20) does not
+  fill the node: vLLM and Megatron-LM refuse that degree.
 - **Default period**: the finest of month and quarter whose median period (empty ones
   included, from the first to the last) holds at least ``THIN_N`` models; else quarter.
 """
@@ -55,6 +61,8 @@ from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta
 
 import numpy as np
+
+from observatory.core.deployment import NODE_TP
 
 PERIODS = ("month", "week", "quarter")
 WEIGHTINGS = ("count", "downloads", "family_downloads")
@@ -93,6 +101,7 @@ class TrendRow:
     relation: str | None = None  # RELATIONS; None: unknown
     is_test_repo: bool = False
     family_downloads: int | None = None  # own downloads + those of every repo naming it as a base
+    kv_tp_max: int | None = None  # largest TP degree sharding every KV layer's heads evenly; None: MLA/unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,10 +134,17 @@ class TrendPoint:
     weight_unknown: int = 0  # counted models whose weight is unknown (left out of weighted statistics)
     encoder_only: int = 0  # encoder-only models of the period, counted apart
     uncertain: int = 0  # uncertain geometries of the period, counted apart
+    tp8_count: int = 0  # models with attention layers whose KV heads are known (MLA included)
+    share_tp8_fill: float | None = None  # of those, the share filling a TP = 8 node without replication
+    share_tp8_mla: float | None = None  # the MLA part of that share (it needs data-parallel attention)
 
     @property
     def thin(self) -> bool:
         return self.count < THIN_N
+
+    @property
+    def tp8_thin(self) -> bool:
+        return self.tp8_count < THIN_N
 
 
 def attention_stack(attention_kind: str, is_hybrid: bool) -> str:
@@ -142,6 +158,11 @@ def describe_kind(attention_kind: str, is_hybrid: bool) -> str:
     """One label for a person: "GQA", "GQA hybrid" or "attention-free"."""
     stack = attention_stack(attention_kind, is_hybrid)
     return stack if stack == "attention-free" else attention_kind + (" hybrid" if stack == "hybrid" else "")
+
+
+def fills_tp8_node(row: TrendRow) -> bool:
+    """One model's part in ``share_tp8_fill``: MLA, or every KV layer's K divisible by NODE_TP."""
+    return row.attention_kind == "MLA" or (row.kv_tp_max or 0) >= NODE_TP
 
 
 def size_class(num_parameters: int | None) -> str:
@@ -250,6 +271,7 @@ class TrendColumns:
     test_repo: np.ndarray  # bool
     encoder_only: np.ndarray  # bool
     uncertain: np.ndarray  # bool
+    kv_tp_max: np.ndarray  # float64: NaN where unknown (MLA, no KV layers, not derived yet)
 
     def __len__(self) -> int:
         return len(self.day)
@@ -264,7 +286,8 @@ class TrendColumns:
                     family_downloads: Sequence[int | None] | None = None,
                     relations: Sequence[str | None] | None = None, test_repos: Sequence[bool] | None = None,
                     encoder_only: Sequence[bool] | None = None,
-                    uncertain: Sequence[bool] | None = None) -> TrendColumns:
+                    uncertain: Sequence[bool] | None = None,
+                    kv_tp_max: Sequence[int | None] | None = None) -> TrendColumns:
         """Columns from per-model values (``days`` as ordinals, every model dated)."""
         n = len(kinds)
         kinds_arr = np.asarray(kinds, dtype=object).reshape(-1)
@@ -291,6 +314,7 @@ class TrendColumns:
                                      0, None),
             relation=rel, test_repo=_flags(test_repos, n), encoder_only=_flags(encoder_only, n),
             uncertain=_flags(uncertain, n),
+            kv_tp_max=_floats(kv_tp_max if kv_tp_max is not None else [None] * n),
         )
 
     @classmethod
@@ -304,6 +328,7 @@ class TrendColumns:
             downloads=[r.downloads for r in dated], family_downloads=[r.family_downloads for r in dated],
             relations=[r.relation for r in dated], test_repos=[r.is_test_repo for r in dated],
             encoder_only=[r.encoder_only for r in dated], uncertain=[r.uncertain for r in dated],
+            kv_tp_max=[r.kv_tp_max for r in dated],
         )
 
 
@@ -381,6 +406,10 @@ def _aggregate(cols: TrendColumns, period: str, start: date, weighting: str) -> 
     has_kv = ~np.isnan(cols.kv)
     kv, kv_w, kv_size = cols.kv[has_kv], w[has_kv], cols.size[has_kv]
     (kv_median,) = _quantiles(kv, kv_w, (0.5,))
+    mla = cols.attn == ATTENTION_KINDS.index("MLA")
+    judged = attends & (mla | ~np.isnan(cols.kv_tp_max))
+    fills = judged & (mla | (cols.kv_tp_max >= NODE_TP))  # NaN compares False
+    judged_weight = float(w[judged].sum())
     by_size = {}
     for i, cls in enumerate(SIZE_CLASSES):
         in_class = kv_size == i
@@ -405,6 +434,9 @@ def _aggregate(cols: TrendColumns, period: str, start: date, weighting: str) -> 
         weight_unknown=int(unknown.sum()),
         encoder_only=int(encoder.sum()),
         uncertain=int(uncertain.sum()),
+        tp8_count=int(judged.sum()),
+        share_tp8_fill=_ratio(w[fills].sum(), judged_weight),
+        share_tp8_mla=_ratio(w[judged & mla].sum(), judged_weight),
     )
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.orm import attributes
 from sqlmodel import Session, col, select
 
 from observatory.core import kvcache
+from observatory.core.deployment import max_even_tp
 from observatory.core.geometry import (
     PARSER_VERSION,
     ConfigError,
@@ -142,6 +143,7 @@ def geometry_values(geom: Geometry, cfg: dict, *, revision_id: int, model_id: st
         q_lora_rank=mla.q_lora_rank if mla else None,
         kv_elements_per_token=geom.kv_elements_per_token,
         kv_bytes_per_token_bf16=kvcache.bytes_per_token(geom, "bf16"),
+        kv_tp_max=max_even_tp(geom),
         sources=dict(geom.sources),
         warnings=list(geom.warnings),
         derived_at=utcnow(),

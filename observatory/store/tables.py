@@ -127,6 +127,9 @@ class GeometryRow(SQLModel, table=True):
     q_lora_rank: int | None = None
     kv_elements_per_token: int | None = Field(default=None, sa_type=BigInt)
     kv_bytes_per_token_bf16: int | None = Field(default=None, sa_type=BigInt)
+    # Largest power-of-two TP degree that shards every KV layer's heads evenly (core.deployment);
+    # None for MLA (no heads to shard) and models without KV layers.
+    kv_tp_max: int | None = None
     # Encoder-only models never decode: kind reported, no per-token cache, their own trend bucket.
     encoder_only: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     is_encoder_decoder: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})

@@ -55,6 +55,10 @@ class TrendPointRow(SQLModel, table=True):
     share_g_over_16: float | None = None
     kv_count: int = 0
     kv_median: float | None = None
+    # Models whose KV heads fill a TP = 8 node without replication, among the tp8_count judged.
+    tp8_count: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    share_tp8_fill: float | None = None
+    share_tp8_mla: float | None = None
     # {size class: {"count": n, "kv_median": x | null}} for every class in trends.SIZE_CLASSES
     kv_by_size: dict = Field(default_factory=dict, sa_type=sa.JSON)
     computed_at: datetime = Field(default_factory=utcnow)

@@ -101,7 +101,7 @@ PARAMS = sa.func.coalesce(_M.num_parameters, _G.params_estimate)
 FAMILY_DOWNLOADS = _M.downloads + sa.func.coalesce(_D.downloads, 0)
 _ROW_COLUMNS = (_M.id, _M.author, _G.model_type, _M.created_at, _G.attention_kind, _G.is_hybrid, _G.group_size,
                 _G.kv_bytes_per_token_bf16, PARAMS, _M.downloads, _G.encoder_only, _G.uncertain, _M.relation,
-                _M.is_test_repo, FAMILY_DOWNLOADS)  # TrendRow's fields, in order
+                _M.is_test_repo, FAMILY_DOWNLOADS, _G.kv_tp_max)  # TrendRow's fields, in order
 # date(): "YYYY-MM-DD" text from SQLite, a date from PostgreSQL
 _COLUMN_COLUMNS = (sa.func.date(_M.created_at), *_ROW_COLUMNS[4:])
 
@@ -144,11 +144,11 @@ def load_trend_columns(conn: Connection | Session, population: Population = Popu
         return TrendColumns.from_values(days=[], kinds=[], hybrids=[], group_sizes=[], kv=[], num_parameters=[],
                                         downloads=[])
     (days, kinds, hybrids, group_sizes, kv, params, downloads, encoder, uncertain, relations, tests,
-     family) = zip(*rows)
+     family, tp_max) = zip(*rows)
     return TrendColumns.from_values(days=day_ordinals(days), kinds=kinds, hybrids=hybrids, group_sizes=group_sizes,
                                     kv=kv, num_parameters=params, downloads=downloads, family_downloads=family,
                                     relations=relations, test_repos=tests, encoder_only=encoder,
-                                    uncertain=uncertain)
+                                    uncertain=uncertain, kv_tp_max=tp_max)
 
 
 _STACK_COLUMNS = {"attention": "stack_attention", "hybrid": "stack_hybrid", "attention-free": "stack_free"}
@@ -165,6 +165,7 @@ def _to_record(point: TrendPoint, population_key: str, computed_at: datetime) ->
         "g_count": point.g_count, "g_p25": point.g_p25, "g_median": point.g_median, "g_p75": point.g_p75,
         "share_g_over_16": point.share_g_over_16, "kv_count": point.kv_count, "kv_median": point.kv_median,
         "kv_by_size": {cls: {"count": s.count, "kv_median": s.kv_median} for cls, s in point.kv_by_size.items()},
+        "tp8_count": point.tp8_count, "share_tp8_fill": point.share_tp8_fill, "share_tp8_mla": point.share_tp8_mla,
         "computed_at": computed_at,
     }
 
@@ -184,6 +185,7 @@ def from_record(row: sa.Row) -> TrendPoint:
             cls: SizeClassStat(int(by_size.get(cls, {}).get("count", 0)), by_size.get(cls, {}).get("kv_median"))
             for cls in SIZE_CLASSES
         },
+        tp8_count=row.tp8_count, share_tp8_fill=row.share_tp8_fill, share_tp8_mla=row.share_tp8_mla,
     )
 
 

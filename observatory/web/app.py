@@ -86,9 +86,9 @@ class HeadAsGet:
 
 
 API_MODULES = tuple(f"observatory.web.api.{name}" for name in (
-    "docs", "models", "trends", "hardware", "crawl", "claims", "alerts"))
+    "docs", "models", "compare", "trends", "hardware", "crawl", "claims", "alerts"))
 PAGE_MODULES = tuple(f"observatory.web.pages.{name}" for name in (
-    "home", "trends", "models", "model", "hardware", "claims", "research", "prices", "crawl", "methodology",
+    "home", "trends", "models", "model", "compare", "hardware", "claims", "research", "prices", "crawl", "methodology",
     "benchmarks", "alerts", "feeds"))
 
 

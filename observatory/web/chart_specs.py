@@ -146,6 +146,21 @@ def share_g_over(points: Sequence[TrendPoint]) -> dict:
     }
 
 
+def tp8_fill(points: Sequence[TrendPoint]) -> dict:
+    """Share of models whose KV heads fill a TP = 8 node without replication, and its MLA part."""
+    n = lambda p: p.tp8_count  # noqa: E731 - the models whose KV heads are known
+    return {
+        "type": "xy",
+        "x": time_axis(points),
+        "y": {"unit": "share", "min": 0, "max": 1, "title": "share of models with known KV heads"},
+        "series": [{"label": "fill TP = 8 without replication", "colour": "series:8", "style": "line", "width": 3,
+                    "points": _line(points, lambda p: p.share_tp8_fill, n)},
+                   {"label": "of which MLA (needs data-parallel attention)", "colour": "kind:MLA", "style": "line",
+                    "dashed": True, "points": _line(points, lambda p: p.share_tp8_mla, n)}],
+        "counts": count_strip(points, n), "count_label": "models with known KV heads",
+    }
+
+
 def kv_per_token(points: Sequence[TrendPoint], by_size: bool = True) -> dict:
     """Median KV bytes per token (bf16) per period, overall and per parameter-size class."""
     series = [{"label": "median, all models", "colour": "series:8", "style": "line", "width": 3,
@@ -345,3 +360,20 @@ def sequences_beside_weights(rows: Sequence[dict], context: int) -> dict:
     return {"type": "xy", "n_label": "models", "legend_shapes": True, "x": {"type": "time", "resolution": "day"},
             "y": {"min": 0, "title": f"{context // 1024}k sequences (median)"},
             "series": series}
+
+
+def kv_against_context(models: Sequence[dict]) -> dict:
+    """Each compared model's bf16 KV cache of one sequence against its length (both axes log):
+    straight lines of slope 1, bent where sliding-window layers stop growing."""
+    series = []
+    for i, m in enumerate(models):
+        if not m["curve"]:
+            continue
+        series.append({"label": m["id"], "style": "line", "colour": f"series:{i % 8 + 1}", "point_radius": 3,
+                       "shape": PAPER_SHAPES[i % len(PAPER_SHAPES)],
+                       "points": [{"x": p["context"], "y": p["bytes"],
+                                   "name": f"{m['id']}: {p['context']:,} tokens"
+                                           + (" (beyond its max context)" if p["beyond_max_context"] else "")}
+                                  for p in m["curve"]]})
+    return {"type": "xy", "legend_shapes": True, "x": {"type": "log", "title": "tokens per sequence"},
+            "y": {"type": "log", "unit": "bytes", "title": "KV cache of one sequence (bf16)"}, "series": series}

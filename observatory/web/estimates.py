@@ -11,8 +11,10 @@ from datetime import date
 from pydantic import BaseModel, Field
 
 from observatory.catalog.hardware import Device
-from observatory.core import kvcache, roofline
+from observatory.core import deployment, kvcache, roofline
+from observatory.core.config_dialects import ConfigError
 from observatory.core.geometry import Geometry
+from observatory.core.params import estimate_parameters
 
 KV_CONTEXTS = roofline.CONTEXTS  # 4k, 32k, 128k
 
@@ -38,6 +40,14 @@ class HardwareSource(BaseModel):
     note: str
 
 
+class MemoryTierInfo(BaseModel):
+    name: str
+    bytes: int
+    bandwidth_bytes_per_s: float
+    on_chip: bool = Field(description="On-chip SRAM (SRAM-first chips), else off-chip DRAM/HBM")
+    note: str
+
+
 class HardwareInfo(BaseModel):
     """One catalogued accelerator (dense throughput only, never sparse figures)."""
 
@@ -54,6 +64,10 @@ class HardwareInfo(BaseModel):
     released: date
     released_note: str
     sources: list[HardwareSource]
+    memory_tiers: list[MemoryTierInfo] = Field(description="Fastest first; one tier unless the chip keeps weights "
+                                               "and cache in on-chip SRAM. memory_bytes is their sum and "
+                                               "bandwidth_bytes_per_s the fastest tier's")
+    on_chip_bytes: int = Field(description="On-chip SRAM tier bytes; 0 for a device without one")
 
 
 class RooflinePoint(BaseModel):
@@ -139,3 +153,26 @@ def roofline_summary(geom: Geometry, devices: Iterable[Device], num_parameters: 
                                for c in KV_CONTEXTS])
         for d in devices
     ]
+
+
+def attention_parameters(config: dict | None) -> int | None:
+    """The attention weights estimated from the config (q/k/v/o, MLA's down and up projections):
+    what data-parallel attention keeps whole on every rank. None when the config says too little."""
+    if not config:
+        return None
+    try:
+        return estimate_parameters(config).breakdown.get("attention")
+    except ConfigError:
+        return None
+
+
+def deployment_table(geom: Geometry, devices: Iterable[Device], context: int, dtype: str = "bf16",
+                     num_parameters: int | None = None, config: dict | None = None) -> dict | None:
+    """Every device by TP degree (``core.deployment.capacity_table``), bf16 weights; None for a
+    model without a per-token cache."""
+    if not geom.kv_layers or not geom.kv_elements_per_token:
+        return None
+    attention = attention_parameters(config) if geom.mla is not None else None
+    table = deployment.capacity_table(geom, devices, context, params=num_parameters, attention_params=attention,
+                                      kv_dtype=dtype)
+    return {**table, "attention_parameters": attention, "parameters": num_parameters}

@@ -37,7 +37,8 @@ HYBRID = "Qwen/Qwen3-Next-80B-A3B-Instruct"
 PAGES = ["/", "/trends", "/trends?period=quarter&weighting=count", "/trends?weighting=downloads",
          "/trends?population=all&period=month", "/models", f"/models/{LLAMA2_70B}", f"/models/{HYBRID}",
          "/models/deepseek-ai/DeepSeek-V3", "/hardware", "/methodology", "/crawl", "/benchmarks", "/alerts",
-         "/claims", "/research", "/prices", "/api/v1/docs"]
+         "/claims", "/research", "/prices", "/api/v1/docs",
+         "/compare?models=meta-llama/Meta-Llama-3-70B,Qwen/Qwen3-32B,deepseek-ai/DeepSeek-V3"]
 
 
 def screenshot(page, path: str, width: int, shots_dir: Path) -> None:
@@ -189,6 +190,31 @@ def test_trends_controls_apply_on_change(open_page):
     with page.expect_navigation():
         page.select_option("form.controls select[name=weighting]", "downloads")
     assert "weighting=downloads" in page.url and "period=quarter" in page.url
+    assert problems == []
+
+
+def test_select_rows_on_the_model_list_then_compare(open_page):
+    page, problems = open_page("/models?q=Qwen3-3&size=10")
+    boxes = page.locator("#compare-form input[type=checkbox][name=models]")
+    assert boxes.count() >= 2
+    chosen = [boxes.nth(i).get_attribute("value") for i in (0, 1)]
+    boxes.nth(0).check()
+    boxes.nth(1).check()
+    with page.expect_navigation():
+        page.click("#compare-form button[type=submit]")
+    assert page.url.split("?")[0].endswith("/compare")
+    headers = [a.get_attribute("title") for a in page.locator("table.compare thead th a").all()]
+    assert headers == chosen  # both models, in the list's order
+    page.wait_for_load_state("networkidle")
+    (chart,) = [c for c in page.evaluate(CHART_STATE) if c["id"] == "chart-kv-context"]
+    assert chart["rendered"] == "1" and chart["datasets"] == 2 and chart["points"] == 22
+    # and from a model page: its compare-with form
+    model, _ = open_page(f"/models/{LLAMA2_70B}")
+    model.fill("form.compare-with input[name=models][type=text]", "meta-llama/Meta-Llama-3-70B")
+    with model.expect_navigation():
+        model.click("form.compare-with button[type=submit]")
+    compared = [a.get_attribute("title") for a in model.locator("table.compare thead th a").all()]
+    assert compared == [LLAMA2_70B, "meta-llama/Meta-Llama-3-70B"]
     assert problems == []
 
 

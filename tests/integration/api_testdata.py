@@ -101,7 +101,7 @@ def build(engine: Engine) -> None:
 ORACLE_SQL = """
 SELECT m.id, m.author, m.created_at, m.downloads, g.attention_kind, g.is_hybrid, g.group_size,
        g.model_type, g.kv_bytes_per_token_bf16, m.relation, m.is_test_repo, m.base_models,
-       COALESCE(m.num_parameters, g.params_estimate) AS params
+       COALESCE(m.num_parameters, g.params_estimate) AS params, g.num_kv_heads, g.kv_layers
 FROM hub_model m LEFT JOIN geometry g ON g.revision_id = m.current_revision_id
 """
 
@@ -116,7 +116,19 @@ def oracle_rows(db_path: str) -> list[dict]:
     for r in rows:
         r["created_day"] = date.fromisoformat(r["created_at"][:10]) if r["created_at"] else None
         r["kv_bytes_per_token"] = r.pop("kv_bytes_per_token_bf16")
+        r["kv_tp_max"] = even_tp(r)
     return rows
+
+
+def even_tp(r: dict) -> int | None:
+    """How far the KV heads shard (the test models declare one K for every layer): the largest
+    power of two dividing K, written out independently of core.deployment."""
+    if r["attention_kind"] in (None, "MLA", "none") or not r["kv_layers"] or not r["num_kv_heads"]:
+        return None
+    tp = 1
+    while r["num_kv_heads"] % (tp * 2) == 0:
+        tp *= 2
+    return tp
 
 
 def in_lineage(r: dict, lineage: str = "originals", min_params: float | None = None) -> bool:

@@ -222,7 +222,7 @@ def test_loopback_webhooks_need_the_test_switch(engine, alert_settings):
 def test_rule_catalogue_and_openapi(client):
     catalogue = client.get("/api/v1/alert-rules").json()
     assert {k["name"] for k in catalogue["kinds"]} == {"median_g_shift", "kind_share", "g_over_16_share",
-                                                       "release_changed", "new_dialect"}
+                                                       "tp8_fill_share", "release_changed", "new_dialect"}
     spec = client.get("/api/v1/openapi.json").json()
     for path in ("/api/v1/subscriptions", "/api/v1/subscriptions/{sub_id}", "/api/v1/alerts",
                  "/api/v1/subscriptions/{sub_id}/deliveries/{delivery_id}/redeliver"):

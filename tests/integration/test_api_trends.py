@@ -49,7 +49,7 @@ def oracle_trend_rows(settings, *, min_downloads=0, author=None, model_type=None
         created = datetime.fromisoformat(r["created_at"]) if r["created_at"] else None
         out.append(TrendRow(r["id"], r["author"], r["model_type"], created, r["attention_kind"],
                             bool(r["is_hybrid"]), r["group_size"], r["kv_bytes_per_token"], r["params"],
-                            r["downloads"], family_downloads=family[r["id"]]))
+                            r["downloads"], family_downloads=family[r["id"]], kv_tp_max=r["kv_tp_max"]))
     return out
 
 
@@ -62,6 +62,7 @@ def expected_points(settings, period, weighting, **population) -> list[dict]:
         d.pop("period"), d.pop("weighting")
         d["period_start"] = p.period_start.isoformat()
         d["thin"] = p.thin
+        d["tp8_thin"] = p.tp8_thin
         out.append(d)
     return out
 

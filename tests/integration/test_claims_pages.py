@@ -140,7 +140,11 @@ def test_claims_recompute_from_the_stored_geometry(client, db):
             "SELECT r.raw_text, m.num_parameters FROM hub_model m JOIN config_revision r "
             "ON r.id = m.current_revision_id WHERE m.id = ?", (model_id,)).fetchone()
         geometries[model_id], parameters[model_id] = derive(raw).geometry, params
-    oracle = core_claims.check_all(core_claims.Inputs(geometries, parameters, {d.id: d for d in load_catalog()}))
+    quarters = tuple({"label": p["period_start"][:4] + "-Q" + str((int(p["period_start"][5:7]) - 1) // 3 + 1),
+                      "n": p["tp8_count"], "share": p["share_tp8_fill"], "share_mla": p["share_tp8_mla"]}
+                     for p in client.get("/api/v1/trends?period=quarter").json()["points"] if p["tp8_count"])
+    oracle = core_claims.check_all(core_claims.Inputs(geometries, parameters, {d.id: d for d in load_catalog()},
+                                                      tp8_quarters=quarters))
     for expected in oracle:
         got = answer[expected["id"]]
         assert got["verdict"] == expected["verdict"]
@@ -148,7 +152,9 @@ def test_claims_recompute_from_the_stored_geometry(client, db):
     assert {c: answer[c]["verdict"] for c in answer} == {
         "llama2-70b-kv-2048": "holds with caveats", "deepseek-v2-kv-93": "holds with caveats",
         "trtllm-gqa-70b-throughput": "holds with caveats", "hf-llama31-kv-128k": "does not hold",
-        "mistral-7b-rolling-buffer": "holds", "deepseek-v3-kv-per-token": "holds"}
+        "mistral-7b-rolling-buffer": "holds", "deepseek-v3-kv-per-token": "holds", "tp-kv-heads": "holds with caveats"}
+    share = next(f for f in answer["tp-kv-heads"]["figures"] if f["label"].startswith("new originals"))
+    assert 0 < share["ours"] < 1 and "n = " in share["how"]  # the snapshot's last judged quarter
 
 
 def test_measurable_claim_says_not_measured_yet(client):
@@ -199,6 +205,13 @@ def test_capacity_matches_an_independent_oracle(client, db):
             assert row[key]["n"] == len(fits), (row["id"], key)
             assert row[key]["median"] == (statistics.median(fits) if fits else None), (row["id"], key)
             assert row[key]["weights_do_not_fit"] == fits.count(0)
+        new = [m for m in with_params if today - timedelta(days=365) < m[0] <= today]
+        for key, chip in (("chips_today", device.memory_bytes), ("chips_today_on_chip", device.on_chip_bytes)):
+            if key == "chips_today_on_chip" and not 0 < chip < device.memory_bytes:
+                assert row[key] is None, row["id"]  # only a chip with SRAM and off-chip memory has the second count
+                continue
+            needed = [-(-(2 * p + kvcache.cache_bytes(g, 32768)) // chip) for _, p, g in new]
+            assert row[key] == {"median": statistics.median(needed), "n": len(needed), "max": max(needed)}, row["id"]
 
 
 def test_kv_panel_matches_an_independent_oracle(client, db):

@@ -8,7 +8,7 @@ The app runs in-process on one real SQLite store holding the API test models (so
 such as revision 1 hit real rows as well as misses) and an alert subscription whose rule has
 fired. Where a rule cannot be written in JSON Schema, the generator is taught it instead of the
 check being weakened (``map_case`` below): ranges given both ends come in order, and the model
-list's opaque ``next`` token is one the API issued, and a webhook URL names a host this
+list's opaque ``next`` token is one the API issued, a comparison names stored models, and a webhook URL names a host this
 deployment may call (127.0.0.1 here; a schema cannot say "resolves to an allowed address").
 The example budget keeps the run under a minute on two cores.
 """
@@ -63,6 +63,10 @@ atexit.register(shutil.rmtree, _STORE, ignore_errors=True)
 APP, OWNER_TOKEN, PAGE_TOKENS = _app(_STORE)
 schema = schemathesis.openapi.from_asgi("/api/v1/openapi.json", APP)
 
+# Stored models of every kind for /api/v1/compare: GQA, MLA, MQA, attention-free, unparsable config, hybrid.
+COMPARED = ["alpha/llama-70b", "gamma/latent-v3", "beta/coder-15b", "gamma/mamba-130m", "beta/broken-config",
+            "gamma/next-hybrid"]
+
 # (low, high) query parameters that the API refuses in the wrong order.
 RANGES = (("g_min", "g_max"), ("created_from", "created_to"), ("since", "until"))
 
@@ -80,6 +84,9 @@ def map_case(context, case):
         query["next"] = PAGE_TOKENS[(query.get("sort", "created_at"), query.get("order", "desc"))]
         if query["next"] is None:
             del query["next"]
+    if case.path == "/api/v1/compare" and isinstance(query.get("models"), list):
+        # two to six stored models (a generated id is almost never one): the comparison itself is exercised
+        query["models"] = COMPARED[:max(2, min(len(query["models"]), len(COMPARED)))]
     if isinstance(case.body, dict) and case.body.get("webhook_url"):
         case.body["webhook_url"] = f"http://{CLOSED}/hook"  # a host this deployment may call
     return case

@@ -127,6 +127,10 @@ def site(tmp_path_factory):
         "/prices": "/prices",
         "/prices.json": "/prices.json",
         "/prices.csv": "/prices.csv",
+        "/api/v1/compare": "/api/v1/compare?models=alpha/llama-70b,gamma/latent-v3",
+        "/compare": "/compare?models=alpha/llama-70b,gamma/latent-v3",
+        "/compare.json": "/compare.json?models=alpha/llama-70b,gamma/latent-v3",
+        "/compare.csv": "/compare.csv?models=alpha/llama-70b,gamma/latent-v3",
     }
     headers = {"Authorization": f"Bearer {created.owner_token}"}
     with serving(app) as base:

@@ -169,6 +169,30 @@ def test_g_over_16_share():
     assert {m["group_size"] for m in finding.details["models"]} == {32.0}
 
 
+def test_tp8_fill_share_fires_when_new_models_stop_filling_a_node():
+    def k_rows(month: int, tp_max: int, n: int, prefix: str) -> list[TrendRow]:
+        return [TrendRow(model_id=f"{prefix}{month}{i}/m", author=prefix, model_type="llama",
+                         created_at=date(2025, month, i + 1), attention_kind="GQA", is_hybrid=False, group_size=8.0,
+                         kv_bytes_per_token=1000, num_parameters=None, downloads=10, kv_tp_max=tp_max)
+                for i in range(n)]
+
+    spec = R.make_rule("tp8_fill_share", {"direction": "below", "threshold": 0.5})
+    assert spec.title == "Share filling a TP = 8 node without replication <= 50% (month)"
+    # January: 5 of 6 fill (K = 8); February: 2 of 6 (K = 4 replicates twice at TP = 8).
+    rows = k_rows(1, 8, 5, "a") + k_rows(1, 4, 1, "b") + k_rows(2, 8, 2, "a") + k_rows(2, 4, 4, "b")
+    (finding,) = R.evaluate_trend_rule(spec, rows).findings
+    assert finding.state == "fire" and finding.value == pytest.approx(2 / 6)
+    assert finding.details["before"]["value"] == pytest.approx(5 / 6)
+    assert len(finding.details["models"]) == 4  # the February models that do not fill a node
+    # Models whose KV heads are not known are not judged: four of them leave February thin.
+    unknown = [TrendRow(model_id=f"u{i}/m", author="u", model_type="llama", created_at=date(2025, 2, 20),
+                        attention_kind="GQA", is_hybrid=False, group_size=8.0, kv_bytes_per_token=1000,
+                        num_parameters=None, downloads=10) for i in range(4)]
+    thin = k_rows(1, 8, 5, "a") + k_rows(1, 4, 1, "b") + k_rows(2, 4, 2, "b") + unknown
+    (held,) = R.evaluate_trend_rule(spec, thin).findings
+    assert held.details["period"] == "2025-01"  # February has 2 judged models: January is the latest judged
+
+
 def test_median_shift_against_previous_period():
     spec = R.make_rule("median_g_shift", {"delta": 2})
     rows = month_rows(1, gqa=6, g=4) + month_rows(2, gqa=6, g=8)

@@ -229,6 +229,27 @@ def test_capacity_trend_windows_and_today():
         capacity.capacity_trend(devices, models, window_days=0)
 
 
+def test_chips_needed_for_weights_and_one_sequence():
+    # Llama-3-8B-like: 16.06 GB of bf16 weights + a 4 GiB 32k cache over Groq's 230 MB: 88.5 -> 89 chips.
+    assert capacity.chips_needed(230_000_000, 8_030_000_000, 4 * 2**30) == 89
+    assert capacity.chips_needed(80 * 10**9, 8_030_000_000, 4 * 2**30) == 1
+    assert capacity.chips_needed(100, 25, 50) == 1 and capacity.chips_needed(100, 25, 51) == 2  # 100 B exactly fits
+    with pytest.raises(ValueError, match="chip_bytes and sequence_bytes must be positive"):
+        capacity.chips_needed(0, 1, 1)
+
+
+def test_chips_trend_counts_sram_only_for_chips_with_two_tiers():
+    gb = 10**9
+    models = [capacity.ModelSize("a", date(2025, 1, 1), 8 * gb, 4 * gb), capacity.ModelSize("b", date(2025, 2, 1), 70 * gb, 10 * gb)]
+    corsair = capacity.DeviceMemory("c", "Corsair", date(2024, 11, 19), 258 * gb, 2 * gb)
+    groq = capacity.DeviceMemory("g", "Groq", date(2020, 5, 30), 230_000_000, 230_000_000)
+    rows = {r["id"]: r for r in capacity.capacity_trend([corsair, groq], models)["rows"]}
+    assert rows["c"]["chips_today"] == {"median": 1.0, "n": 2, "max": 1}  # 20 GB and 150 GB within 258 GB
+    assert rows["c"]["chips_today_on_chip"] == {"median": 42.5, "n": 2, "max": 75}  # ceil(20/2) = 10, ceil(150/2) = 75
+    assert rows["g"]["chips_today"] == {"median": 370.0, "n": 2, "max": 653}  # 87 and 653 chips of 230 MB
+    assert rows["g"]["chips_today_on_chip"] is None  # all of Groq's memory is on chip already
+
+
 def test_median_by_period():
     points = [(date(2024, 1, 5), 1.0), (date(2024, 3, 30), 2.0), (date(2024, 4, 1), 10.0)]
     assert capacity.median_by_period(points) == [
@@ -332,3 +353,35 @@ def test_unreadable_data_files_say_which(tmp_path):
         load_prices(broken)
     with pytest.raises(ResearchDataError, match="cannot read research table"):
         load_research(broken)
+
+
+# ---- "TP cannot split across KV heads" ------------------------------------------------------------
+
+TP8_QUARTERS = ({"label": "2025-Q3", "n": 4, "share": 1.0, "share_mla": 0.5},  # thin: not quoted
+                {"label": "2025-Q2", "n": 12, "share": 0.75, "share_mla": 0.25})
+
+
+def test_tp_kv_heads_holds_with_caveats(inputs):
+    result = check(_claim("tp-kv-heads"), replace(inputs, tp8_quarters=TP8_QUARTERS))
+    assert result["verdict"] == CAVEATS
+    copies = [f["ours"] for f in result["figures"][:5]]
+    assert copies == [1.0, 2.0, 8.0, 8.0, 1.0]  # Llama-3-70B TP 8 / 16, StarCoder TP 8, DeepSeek-V3 TP / DP
+    assert _figure(result, "Llama-3-70B 32k sequences on 8 x H100")["ours"] == 46
+    assert _figure(result, "the same on 16 x H100")["ours"] == 53
+    share = _figure(result, "new originals filling a TP = 8 node")
+    assert share["ours"] == 0.75 and "2025-Q2" in share["label"] and "n = 12" in share["how"]  # the last non-thin
+    assert "read literally, it does not" in result["summary"]
+
+
+def test_tp_kv_heads_fails_when_the_geometry_would_shard_past_k(inputs):
+    # A Llama-3-70B with 16 KV heads would split over 16 GPUs without copies: the claim's case is gone.
+    wide = replace(_geom(claims.LLAMA3_70B), num_kv_heads=16, group_size=4.0)
+    wide = replace(wide, kv_elements_per_token=sum(wide.layer_kv_elements()))
+    result = check(_claim("tp-kv-heads"), replace(inputs, geometries={**inputs.geometries, claims.LLAMA3_70B: wide}))
+    assert result["verdict"] == FAILS
+
+
+def test_tp_kv_heads_without_a_judged_quarter_says_so(inputs):
+    result = check(_claim("tp-kv-heads"), replace(inputs, tp8_quarters=TP8_QUARTERS[:1]))
+    assert not any(f["label"].startswith("new originals") for f in result["figures"])
+    assert any("no quarter holds 5" in step for step in result["steps"])

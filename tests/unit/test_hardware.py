@@ -28,7 +28,9 @@ def test_every_device_is_sourced_and_dated():
     for device in load_catalog():
         assert device.sources and all(s.url.startswith("https://") for s in device.sources), device.id
         assert date(2019, 1, 1) < device.released < date(2027, 1, 1), device.id
-        assert device.memory_bytes > 10**9 and device.bandwidth_bytes_per_s > 10**11, device.id
+        assert device.memory_bytes > 10**8 and device.bandwidth_bytes_per_s > 10**11, device.id  # Groq: 230 MB
+        assert device.memory_bytes == sum(t.bytes for t in device.memory_tiers), device.id
+        assert device.bandwidth_bytes_per_s == device.memory_tiers[0].bandwidth_bytes_per_s, device.id
 
 
 @pytest.mark.parametrize(("device_id", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops"), [
@@ -52,6 +54,35 @@ def test_dense_figures(device_id, bandwidth_tb_s, bf16_tflops, fp8_tflops):
     assert device.bandwidth_bytes_per_s == pytest.approx(bandwidth_tb_s * 1e12)
     assert device.bf16_dense_flops == (None if bf16_tflops is None else pytest.approx(bf16_tflops * 1e12))
     assert device.fp8_dense_flops == (None if fp8_tflops is None else pytest.approx(fp8_tflops * 1e12))
+
+
+@pytest.mark.parametrize(("device_id", "tiers"), [
+    # (tier, on chip, bytes, bytes/s), fastest first, as the sources state them (hardware.json notes)
+    ("groq-lpu", [("SRAM", True, 230e6, 80e12)]),
+    ("cerebras-wse-3", [("SRAM", True, 44e9, 21e15)]),
+    ("dmatrix-corsair", [("SRAM", True, 2e9, 150e12), ("LPDDR5", False, 256e9, 400e9)]),
+])
+def test_sram_first_devices_have_two_tier_memory(device_id, tiers):
+    device = get_device(device_id)
+    assert [(t.name, t.on_chip, t.bytes, t.bandwidth_bytes_per_s) for t in device.memory_tiers] == tiers
+    assert device.sram_first and device.on_chip_bytes == tiers[0][2]
+    assert len(device.sources) >= 3 and device.flops_note
+    listed = device.to_dict()["memory_tiers"]
+    assert [t["name"] for t in listed] == [t[0] for t in tiers] and all(t["note"] for t in listed)
+
+
+def test_gpus_keep_one_tier_and_no_sram_claim():
+    h100 = get_device("h100-sxm")
+    assert [(t.bytes, t.bandwidth_bytes_per_s, t.on_chip) for t in h100.memory_tiers] == [(80e9, 3.35e12, False)]
+    assert not h100.sram_first and h100.on_chip_bytes == 0
+
+
+def test_unpublished_dense_throughput_stays_null():
+    # Cerebras' 125 PFLOPS is not stated as dense; d-Matrix publishes only 8- and 4-bit block formats.
+    assert get_device("cerebras-wse-3").peak_flops("bf16") is None
+    assert get_device("dmatrix-corsair").peak_flops("bf16") is None
+    assert get_device("dmatrix-corsair").peak_flops("fp8") == 2.4e15
+    assert get_device("groq-lpu").peak_flops("bf16") == 188e12
 
 
 def test_peak_flops_falls_back_to_bf16_without_fp8():
@@ -91,6 +122,22 @@ def _entry(**changes):
     return entry
 
 
+_TIER = {"name": "SRAM", "on_chip": True, "bytes": 2e9, "bandwidth_bytes_per_s": 1.5e14}
+
+
+def _tiered(tiers):
+    entry = _entry(memory_tiers=tiers)
+    del entry["memory_bytes"], entry["bandwidth_bytes_per_s"]
+    return entry
+
+
+def test_tiers_are_sorted_fastest_first_and_sum_to_the_memory():
+    slow = {"name": "LPDDR5", "on_chip": False, "bytes": 256e9, "bandwidth_bytes_per_s": 4e11}
+    (device,) = parse_catalog({"devices": [_tiered([slow, _TIER])]})
+    assert [t.name for t in device.memory_tiers] == ["SRAM", "LPDDR5"]
+    assert device.memory_bytes == 258e9 and device.bandwidth_bytes_per_s == 1.5e14
+
+
 @pytest.mark.parametrize(("data", "message"), [
     ([], "'devices' list"),
     ({"devices": ["x"]}, "not an object"),
@@ -103,6 +150,12 @@ def _entry(**changes):
     ({"devices": [_entry(sources=[{"url": "http://example.com"}])]}, "sources"),
     ({"devices": [_entry(name="")]}, "name must be a non-empty string"),
     ({"devices": [_entry(), _entry()]}, "duplicate id"),
+    ({"devices": [_entry(memory_tiers=[_TIER])]}, "memory_bytes and bandwidth_bytes_per_s come from the tiers"),
+    ({"devices": [_tiered([])]}, "memory_tiers must be a non-empty list"),
+    ({"devices": [_tiered([_TIER, _TIER])]}, "duplicate tier name 'SRAM'"),
+    ({"devices": [_tiered([{**_TIER, "on_chip": "yes"}])]}, r"memory_tiers\[0\]: on_chip must be true or false"),
+    ({"devices": [_tiered([{**_TIER, "bytes": 0}])]}, r"memory_tiers\[0\]: bytes must be a positive number"),
+    ({"devices": [_tiered([{**_TIER, "name": ""}])]}, "non-empty name"),
 ])
 def test_bad_catalog_entries_are_named(data, message):
     with pytest.raises(CatalogError, match=message):

@@ -186,3 +186,49 @@ def test_fits_means_weights_and_cache_and_never_contradicts_max_batch():
 def test_devices_must_be_a_whole_number():
     with pytest.raises(ValueError, match="devices"):
         roofline.decode_estimate(LLAMA31_70B, get_device("h100-sxm"), 4096, 1, devices=0)
+
+
+# ---- two memory tiers (SRAM-first chips) -----------------------------------------------------------
+
+CORSAIR = get_device("dmatrix-corsair")  # 2 GB SRAM at 150 TB/s, 256 GB LPDDR5 at 400 GB/s
+
+
+def test_two_tiers_fill_sram_first_and_the_slow_tier_sets_the_time():
+    params = 8.03e9  # Llama-3-8B: 16.06 GB of bf16 weights, far beyond 2 GB of SRAM
+    est = roofline.decode_estimate(LLAMA3_8B, CORSAIR, 4096, 1, params=params, per_call_s=0)
+    total = int(params * 2) + 32 * 4096 * 2 * 8 * 128 * 2  # weights + a 4k cache (512 MiB)
+    assert est.bytes == total
+    assert est.bytes_by_tier == {"SRAM": 2_000_000_000, "LPDDR5": total - 2_000_000_000}
+    # Tiers are read at once: the LPDDR5 share (14.6 GB at 400 GB/s = 36.6 ms) dwarfs the SRAM's 13 µs.
+    assert est.memory_s == pytest.approx((total - 2e9) / 400e9)
+    assert est.fits  # 16.6 GB within 258 GB
+    # One bandwidth for all 258 GB would have said 0.11 ms, 330 times too fast.
+    assert est.memory_s / (total / CORSAIR.bandwidth_bytes_per_s) > 300
+
+
+def test_spread_over_cards_the_weights_move_into_sram():
+    params = 8.03e9
+    total = int(params * 2) + 32 * 4096 * 2 * 8 * 128 * 2
+    est = roofline.decode_estimate(LLAMA3_8B, CORSAIR, 4096, 1, params=params, per_call_s=0, devices=9)
+    assert est.bytes_by_tier == {"SRAM": total, "LPDDR5": 0}  # 9 x 2 GB hold all 16.6 GB
+    assert est.memory_s == pytest.approx(total / (9 * 150e12))
+
+
+def test_sram_only_chip_reports_what_does_not_fit():
+    groq = get_device("groq-lpu")
+    est = roofline.decode_estimate(LLAMA3_8B, groq, 4096, 1, params=8.03e9)
+    assert est.fits is False and est.cache_fits is False  # a 4k cache (512 MiB) alone exceeds 230 MB
+    assert roofline.devices_for_weights(groq, 8.03e9) == 70  # ceil(16.06 GB / 230 MB)
+
+
+def test_one_tier_devices_are_unchanged():
+    est = roofline.decode_estimate(LLAMA3_8B, H200, 32768, 1, per_call_s=0)
+    assert est.bytes_by_tier == {"memory": est.bytes} and est.memory_s == pytest.approx(est.bytes / 4.8e12)
+
+
+def test_a_machine_known_by_measurement_has_one_unbounded_tier():
+    from observatory.core.tiers import MemoryTier, place, tiers_of
+    (tier,) = tiers_of(roofline.MeasuredMachine("cpu", bandwidth_bytes_per_s=50e9))
+    assert tier.bandwidth_bytes_per_s == 50e9 and place(10**15, [tier]) == [10**15]
+    with pytest.raises(ValueError, match="positive size and bandwidth"):
+        MemoryTier("SRAM", 0, 1e12)

@@ -337,3 +337,31 @@ def test_unknown_population_is_refused():
 def test_default_period_needs_a_median_month_of_thin_n(months, period):
     assert THIN_N == 5
     assert default_period(months) == period
+
+
+# --- filling a TP = 8 node ------------------------------------------------------------------
+
+def test_share_filling_a_tp8_node_by_hand():
+    day = (2025, 5, 5)
+    rows = [
+        row("t/k8", day, "GQA", g=8, kv=1, kv_tp_max=8, downloads=10),  # fills: 1 head per rank
+        row("t/k16", day, "GQA", g=4, kv=1, kv_tp_max=16, downloads=10),  # fills: 2 heads per rank
+        row("t/k4", day, "GQA", g=8, kv=1, kv_tp_max=4, downloads=30),  # replicated twice at TP = 8
+        row("t/k12", day, "GQA", g=4, kv=1, kv_tp_max=4, downloads=0),  # K = 12 >= 8, but 8 does not divide it
+        row("t/mqa", day, "MQA", g=32, kv=1, kv_tp_max=1, downloads=0),  # replicated 8 times
+        row("t/mla", day, "MLA", kv=1, downloads=50),  # fills with data-parallel attention
+        row("t/unknown", day, "GQA", g=4, kv=1, downloads=1000),  # stored before kv_tp_max: not judged
+        row("t/rwkv", day, "none", kv=0, downloads=0),  # no attention: not judged
+    ]
+    (point,) = compute_trend_points(rows, "quarter")
+    assert point.tp8_count == 6 and not point.tp8_thin
+    assert point.share_tp8_fill == pytest.approx(3 / 6)  # k8, k16, mla
+    assert point.share_tp8_mla == pytest.approx(1 / 6)
+    # By downloads: (10 + 10 + 50) / (10 + 10 + 30 + 0 + 0 + 50) = 0.7; the unknown model is not judged.
+    (by_downloads,) = compute_trend_points(rows, "quarter", "downloads")
+    assert by_downloads.share_tp8_fill == pytest.approx(0.7) and by_downloads.share_tp8_mla == pytest.approx(0.5)
+
+
+def test_tp8_share_is_unknown_without_judged_models():
+    (point,) = compute_trend_points([row("t/x", (2025, 5, 5), "GQA", g=4, kv=1)], "month")
+    assert point.tp8_count == 0 and point.share_tp8_fill is None and point.share_tp8_mla is None and point.tp8_thin

@@ -45,7 +45,7 @@ from pydantic import (
 from sqlmodel import Session
 
 from observatory.core.geometry import Geometry
-from observatory.store.ingest import derive
+from observatory.store.ingest import Derived, derive
 from observatory.store.tables import ConfigRevision, GeometryRow, HubModel
 from observatory.store.trend_tables import DerivativeStats
 
@@ -79,7 +79,7 @@ def _whole_if_integral(value: float | None) -> float | int | None:
 GroupSize = Annotated[int | float | None, BeforeValidator(_whole_if_integral)]
 
 
-def _comma_list(value: Any) -> Any:
+def comma_list(value: Any) -> Any:
     """``kind=MLA,GQA`` means the same as ``kind=MLA&kind=GQA``."""
     items = value if isinstance(value, list) else [value] if isinstance(value, str) else value
     if not isinstance(items, list):
@@ -120,11 +120,11 @@ class ModelListParams(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    kind: Annotated[list[AttentionKind], BeforeValidator(_comma_list)] = Field(
+    kind: Annotated[list[AttentionKind], BeforeValidator(comma_list)] = Field(
         default_factory=list, max_length=5,
         description="Attention kinds to keep (any of; repeat the parameter or separate with commas): "
                     "MHA, MQA, GQA, MLA, none")
-    relation: Annotated[list[Relation], BeforeValidator(_comma_list)] = Field(
+    relation: Annotated[list[Relation], BeforeValidator(comma_list)] = Field(
         default_factory=list, max_length=5,
         description="Relations to a base model to keep (any of; repeatable or comma-separated): "
                     + ", ".join(RELATIONS))
@@ -620,9 +620,9 @@ def _provenance(row: GeometryRow, geom: Geometry | None) -> list[ProvenanceItem]
     return items
 
 
-def current_geometry(session: Session, model: HubModel) -> tuple[GeometryRow | None, Geometry | None]:
-    """The stored geometry row of the model's current revision, and the same config parsed
-    again into a ``Geometry`` for the KV and roofline arithmetic (None where it does not parse)."""
+def current_derived(session: Session, model: HubModel) -> tuple[GeometryRow | None, Derived | None]:
+    """The stored geometry row of the model's current revision, and that revision's config parsed
+    again (its ``geometry`` for the KV and roofline arithmetic, its ``config`` for estimates)."""
     if model.current_revision_id is None:
         return None, None
     row = session.execute(
@@ -631,8 +631,14 @@ def current_geometry(session: Session, model: HubModel) -> tuple[GeometryRow | N
     raw = session.execute(
         sa.select(ConfigRevision.raw_text).where(ConfigRevision.id == model.current_revision_id)
     ).scalar_one_or_none()
-    geom = derive(raw).geometry if raw is not None and row is not None else None
-    return row, geom
+    return row, (derive(raw) if raw is not None and row is not None else None)
+
+
+def current_geometry(session: Session, model: HubModel) -> tuple[GeometryRow | None, Geometry | None]:
+    """The stored geometry row of the model's current revision, and the same config parsed
+    again into a ``Geometry`` (None where it does not parse)."""
+    row, derived = current_derived(session, model)
+    return row, derived.geometry if derived is not None else None
 
 
 @dataclass(frozen=True)

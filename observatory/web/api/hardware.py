@@ -73,6 +73,8 @@ class Estimate(BaseModel):
     cache_fits: bool | None = Field(description="The KV cache alone fits in the devices' memory")
     fits: bool | None = Field(description="Weights and KV cache fit in the devices' memory; null when "
                                           "no weights are counted (attention alone)")
+    bytes_by_tier: dict[str, int] | None = Field(description="Bytes read from each memory tier, fastest first "
+                                                 "(filled fastest first; tiers read concurrently)")
 
 
 class RooflineResponse(BaseModel):
@@ -163,13 +165,24 @@ class CapacitySummary(BaseModel):
     weights_do_not_fit: int = Field(description="Of those, models whose weights alone exceed the memory")
 
 
+class ChipsSummary(BaseModel):
+    median: float | None = Field(description="Median chips a model needs for its bf16 weights plus one sequence")
+    n: int = Field(description="Models behind the median")
+    max: int | None = Field(description="The most any of them needs")
+
+
 class CapacityRow(BaseModel):
     id: str
     name: str
     released: date
     memory_bytes: int
+    on_chip_bytes: int = Field(description="On-chip SRAM; 0 for a device without an SRAM tier")
     at_release: CapacitySummary = Field(description="Models created in the window before the device's release")
     today: CapacitySummary = Field(description="Models created in the window before the newest model in the store")
+    chips_today: ChipsSummary = Field(description="Chips today's new models need for weights plus one sequence, "
+                                                  "every memory tier counted, no replication")
+    chips_today_on_chip: ChipsSummary | None = Field(description="The same keeping everything in on-chip SRAM; "
+                                                                 "null unless the chip also has off-chip memory")
 
 
 class CapacityResponse(BaseModel):
@@ -185,22 +198,27 @@ class CapacityResponse(BaseModel):
     rows: list[CapacityRow]
 
 
-CAPACITY_CSV_COLUMNS = ["id", "name", "released", "memory_bytes", "context", "at_release_median", "at_release_n",
-                        "at_release_weights_do_not_fit", "today_median", "today_n", "today_weights_do_not_fit"]
+CAPACITY_CSV_COLUMNS = ["id", "name", "released", "memory_bytes", "on_chip_bytes", "context", "at_release_median",
+                        "at_release_n", "at_release_weights_do_not_fit", "today_median", "today_n",
+                        "today_weights_do_not_fit", "chips_today_median", "chips_today_n", "chips_today_max",
+                        "chips_today_on_chip_median", "chips_today_on_chip_n", "chips_today_on_chip_max"]
 
 
 def capacity_csv_rows(data: dict) -> list[dict]:
     return [{**r, "context": data["context"],
-             **{f"{when}_{k}": v for when in ("at_release", "today") for k, v in r[when].items()}}
+             **{f"{when}_{k}": v for when in ("at_release", "today", "chips_today", "chips_today_on_chip")
+                for k, v in (r[when] or {"median": None, "n": None, "max": None}).items()}}
             for r in data["rows"]]
 
 
 @router.get("/hardware-capacity", response_model=CapacityResponse, responses=CSV_RESPONSE,
-            summary="32k-token sequences of the median new model beside its weights, per device")
+            summary="32k-token sequences of the median new model beside its weights, and the chips it needs, per device")
 def hardware_capacity(session: ReadSessionDep,
                       format: Annotated[Literal["json", "csv"], Query(description="csv: one row per device")] = "json"):
     """Per catalogued device: how many 32k-token sequences of the median new model fit beside its
-    bf16 weights, over the models new at the device's release and over today's new models."""
+    bf16 weights, over the models new at the device's release and over today's new models; and how
+    many chips today's new models need for their weights plus one 32k sequence (SRAM-first chips:
+    also keeping everything on chip)."""
     data = population.capacity_trend(session, hardware.device_memories())
     if format == "csv":
         return csv_response(CAPACITY_CSV_COLUMNS, capacity_csv_rows(data), "hardware-capacity.csv")

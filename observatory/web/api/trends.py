@@ -17,6 +17,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from observatory.core.deployment import NODE_TP
 from observatory.core.trends import (
     ATTENTION_KINDS,
     G_TIPPING_POINT,
@@ -95,6 +96,13 @@ class TrendPointOut(BaseModel):
     kv_count: int
     kv_median: float | None = Field(description="Median KV bytes per token (bf16)")
     kv_by_size: dict[str, SizeClassOut] = Field(description="By parameter class: " + ", ".join(SIZE_CLASSES))
+    tp8_count: int = Field(description="Models with attention layers whose KV heads are known (MLA included): "
+                                       "the denominator of the two TP = 8 shares")
+    tp8_thin: bool = Field(description=f"tp8_count < {THIN_N}")
+    share_tp8_fill: float | None = Field(description=(
+        f"Share whose KV heads fill a TP = {NODE_TP} node without replication: every KV layer's K divisible by "
+        f"{NODE_TP}, or MLA served with data-parallel attention"))
+    share_tp8_mla: float | None = Field(description="The MLA part of share_tp8_fill")
 
 
 class PopulationOut(BaseModel):
@@ -122,6 +130,7 @@ def point_record(point: TrendPoint) -> dict:
     record = asdict(point)
     record["label"] = chart_specs.period_label(point.period_start, point.period)
     record["thin"] = point.thin
+    record["tp8_thin"] = point.tp8_thin
     return record
 
 
@@ -131,6 +140,7 @@ TREND_CSV_COLUMNS = (
     + [f"share_{k}" for k in ATTENTION_KINDS] + [f"stack_{s}" for s in STACKS]
     + ["g_count", "g_p25", "g_median", "g_p75", "share_g_over_16", "kv_count", "kv_median"]
     + [f"kv_median_{c}" for c in SIZE_CLASSES]
+    + ["tp8_count", "tp8_thin", "share_tp8_fill", "share_tp8_mla"]
 )
 
 
@@ -198,7 +208,8 @@ def trends(session: ReadSessionDep, params: Annotated[TrendParams, Query()],
     """Per period: model count (and who was left out), share of each attention kind among models
     with attention layers (hybrids by the kind of their attention layers), share of each stack
     type (pure attention, hybrid, attention-free), quartiles of G = H/K, share with G > 16,
-    median KV bytes per token overall and per parameter-size class; weighted by count, by
+    median KV bytes per token overall and per parameter-size class, share whose KV heads fill a
+    TP = 8 node without replication; weighted by count, by
     downloads or by downloads including derivatives'. Points with fewer than 5 models are
     marked thin."""
     series = _series(session, params)

@@ -37,6 +37,7 @@ FORM_PARAMS = {
     "kind_share": {"attention_kind": "kind", "direction": "direction", "threshold_pct": "threshold",
                    "period": "period"},
     "g_over_16_share": {"direction": "direction", "threshold_pct": "threshold", "period": "period"},
+    "tp8_fill_share": {"direction": "direction", "threshold_pct": "threshold", "period": "period"},
     "release_changed": {"group_by": "group_by"},
     "new_dialect": {"watch": "watch"},
 }

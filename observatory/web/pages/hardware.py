@@ -20,7 +20,8 @@ page = page_decorator(router)
 
 
 HARDWARE_CSV_COLUMNS = ["id", "name", "vendor", "kind", "released", "memory_bytes", "bandwidth_bytes_per_s",
-                        "bf16_dense_flops", "fp8_dense_flops", "ridge_bf16", "ridge_fp8", "sources"]
+                        "on_chip_bytes", "memory_tiers", "bf16_dense_flops", "fp8_dense_flops", "ridge_bf16",
+                        "ridge_fp8", "sources"]
 
 
 @page("/hardware", formats=("json", "csv"))
@@ -34,7 +35,10 @@ def hardware_page(request: Request, fmt: str | None) -> Response:
         row["ridge_fp8"] = ridges[device.id]["ridge_fp8"]
         rows.append(row)
     if fmt == "csv":
-        flat = ({**r, "sources": [s["url"] for s in r["sources"]]} for r in rows)
+        flat = ({**r, "sources": [s["url"] for s in r["sources"]],
+                 "memory_tiers": [f"{t['name']}: {t['bytes']} B at {t['bandwidth_bytes_per_s']:g} B/s"
+                                  f"{' on chip' if t['on_chip'] else ''}" for t in r["memory_tiers"]]}
+                for r in rows)
         return csv_response(HARDWARE_CSV_COLUMNS, flat, "hardware.csv")
     with request_reader(request) as session:
         data = {"rows": rows, "capacity": population.capacity_trend(session, hardware.device_memories())}

@@ -1,5 +1,5 @@
 """One model (/models/{id}): geometry with provenance, the KV calculator, the roofline on every
-catalogued device, config history, lineage and spot-benchmarks."""
+catalogued device, capacity by tensor-parallel degree, config history, lineage and spot-benchmarks."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from observatory.core import kvcache, roofline
 from observatory.core.geometry import Geometry
 from observatory.core.repo_ids import InvalidRepoId, validate_repo_id
 from observatory.store.queries.models import (
-    current_geometry,
+    current_derived,
     model_parameters,
     not_found_message,
 )
@@ -27,7 +27,7 @@ from observatory.web import chart_specs
 from observatory.web.api.models import get_model_detail
 from observatory.web.deps import request_reader
 from observatory.web.errors import ApiError
-from observatory.web.estimates import hardware_info, roofline_point
+from observatory.web.estimates import deployment_table, hardware_info, roofline_point
 from observatory.web.pages.base import page_decorator, validated
 from observatory.web.rendering import FORMATS, error_page, json_response, render
 
@@ -93,7 +93,8 @@ def model_page_data(session: Session, model_id: str, context: int, batch: int, d
         return None
     data = detail.model_dump()
     model = session.get(HubModel, model_id)
-    georow, geom = current_geometry(session, model)
+    georow, derived = current_derived(session, model)
+    geom = derived.geometry if derived is not None else None
     params, active = model_parameters(model, georow)
     data["parameters"] = {"total": params, "active": active,
                           "source": model.parameters_source if model.num_parameters is not None
@@ -102,8 +103,10 @@ def model_page_data(session: Session, model_id: str, context: int, batch: int, d
     # context, batch and dtype.
     data["calculator"] = None
     data["roofline_at"] = None
+    data["deployment"] = None
     if geom is not None and geom.attention_kind != "none":
         data["calculator"] = calculator(geom, context, batch, dtype)
+        data["deployment"] = deployment_table(geom, load_catalog(), context, dtype, params, derived.config)
         data["roofline_at"] = {"context": context, "batch": batch, "dtype": dtype,
                             "per_call_s": roofline.DEFAULT_PER_CALL_S,
                             "rows": roofline_rows(geom, context, batch, dtype, params, active)}

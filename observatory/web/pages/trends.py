@@ -84,6 +84,7 @@ def trends_data(session: Session, params: TrendParams) -> tuple[dict, dict]:
         "g_distribution": chart_specs.g_distribution(points, plotted),
         "g_over": chart_specs.share_g_over(points),
         "kv": chart_specs.kv_per_token(points),
+        "tp8": chart_specs.tp8_fill(points),
     }
     return data, charts
 
