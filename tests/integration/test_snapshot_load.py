@@ -86,7 +86,13 @@ def test_loaded_rows_carry_snapshot_facts(engine):
         gpt2 = s.get(HubModel, "openai-community/gpt2-large")  # rebuilt, and proven byte-exact by the Hub's sha256
         revision = s.get(ConfigRevision, gpt2.current_revision_id)
         assert revision.provenance == "transcribed" and json.loads(revision.raw_text)["n_head"] == 20
-        assert "sha256 identical" in gpt2.snapshot_meta["hub_hash_check"]
+        assert gpt2.snapshot_meta["hub_check"] == "match"
+        assert gpt2.snapshot_meta["sha256"] == gpt2.snapshot_meta["hub_sha256"]
+
+        nvfp4 = s.get(HubModel, "nvidia/DeepSeek-V4-Flash-NVFP4")  # another organisation's copy of a lab's weights
+        assert (nvfp4.relation, nvfp4.base_models) == ("quantized", ["deepseek-ai/DeepSeek-V4-Flash"])
+        plus = s.get(HubModel, "CohereLabs/c4ai-command-r-plus")  # config taken from a GPTQ mirror
+        assert (plus.relation, plus.quant_method) == ("original", None)
 
         assert s.exec(select(func.count()).where(HubModel.downloads.is_not(None))).one() == 0  # unknown
         phi4 = s.get(HubModel, "microsoft/phi-4")
@@ -145,6 +151,8 @@ def _write_manifest(tmp_path: Path, heads_kv: int, date: str = "2024-01-02") -> 
         "release_date": date,
         "release_date_confidence": "medium",
         "release_date_source": "https://example.org/tiny",
+        "release_date_kind": "announcement",
+        "num_parameters_kind": "config estimate",
         "provenance": "reconstructed",
         "source": "https://huggingface.co/org/tiny/blob/main/config.json",
         "searched": "nowhere: a test entry",
