@@ -297,15 +297,21 @@ def load_fixtures(path: Path | None = None, configs_dir: Path | None = None) -> 
 _FIXTURE_KEYS = ("file", "model_id", "source_repo", "source_path", "source_commit", "source_sha256", "copy")
 
 
-def _fixture(raw: object, configs_dir: Path) -> SnapshotFixture:
+def _keys(raw: object, what: str, required: tuple[str, ...], optional: tuple[str, ...]) -> dict:
+    """The object, once it has every required key and no unknown one."""
     if not isinstance(raw, dict):
-        raise SnapshotError("fixture must be a JSON object")
-    missing = [key for key in _FIXTURE_KEYS if key not in raw]
+        raise SnapshotError(f"{what} must be a JSON object")
+    missing = [key for key in required if key not in raw]
     if missing:
         raise SnapshotError(f"missing {', '.join(missing)}")
-    unknown = sorted(set(raw) - set(_FIXTURE_KEYS) - {"notes"})
+    unknown = sorted(set(raw) - set(required) - set(optional))
     if unknown:
         raise SnapshotError(f"unknown key(s) {', '.join(unknown)}")
+    return raw
+
+
+def _fixture(raw: object, configs_dir: Path) -> SnapshotFixture:
+    raw = _keys(raw, "fixture", _FIXTURE_KEYS, ("notes",))
     repo, path, commit = _copy_source(raw)
     text = _read_config_file(raw["file"], configs_dir)
     _check_bytes(text, raw["source_sha256"], raw["file"])
@@ -337,14 +343,7 @@ def _check_bytes(text: str, source_sha256: str, name: str) -> None:
 
 
 def _entry(raw: object, configs_dir: Path) -> SnapshotEntry:
-    if not isinstance(raw, dict):
-        raise SnapshotError("entry must be a JSON object")
-    missing = [key for key in _REQUIRED if key not in raw]
-    if missing:
-        raise SnapshotError(f"missing {', '.join(missing)}")
-    unknown = sorted(set(raw) - set(_REQUIRED) - set(_OPTIONAL))
-    if unknown:
-        raise SnapshotError(f"unknown key(s) {', '.join(unknown)}")
+    raw = _keys(raw, "entry", _REQUIRED, _OPTIONAL)
     try:
         model_id = validate_repo_id(raw["id"])
     except InvalidRepoId as exc:
