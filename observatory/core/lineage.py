@@ -95,16 +95,14 @@ def classify(model_id: Any, base_models_field: Any, config: Any, num_parameters:
         warnings.append(f"model id {show(model_id)} is not a valid repo id")
     method, bits = declared if declared is not None else quantization(config, warnings)
     relation, bases = _relation(model_id, base_models_field, warnings)
-    if relation == "original" and conversion_tag(model_id):
+    if relation == "original" and method is not None and method not in NATIVE_LOW_PRECISION:
+        relation = "quantized"  # a method labs do not release in: someone's quantization
+    elif relation == "original" and conversion_tag(model_id):
         relation = "quantized"
         warnings.append(f"no declared base, but the name carries the conversion tag {conversion_tag(model_id)!r}:"
                         " a converted copy of weights published elsewhere")
     elif relation == "original" and method is not None:
-        if method in NATIVE_LOW_PRECISION:
-            warnings.append(f"quantization_config {method} with no declared base: taken as a native"
-                            " low-precision release")
-        else:
-            relation = "quantized"
+        warnings.append(f"quantization_config {method} with no declared base: taken as a native low-precision release")
     params = _parameter_count(num_parameters, warnings)
     return Lineage(relation=relation, base_models=bases, quant_method=method, quant_bits=bits,
                    is_test_repo=is_test_repo(model_id, params), warnings=tuple(warnings))

@@ -276,6 +276,9 @@ def test_a_conversion_tag_makes_a_derivative_even_without_a_base(model_id, tag):
     for config in (cfg, load("meta-llama__Llama-3.1-8B.json")):
         got = classify(model_id, None, config, LLAMA_8B)
         assert got.relation == "quantized" and any(repr(tag) in w for w in got.warnings), model_id
+    # A method labs never release in is a quantization already: the name adds nothing to say.
+    gptq = {**cfg, "quantization_config": {"quant_method": "gptq", "bits": 4}}
+    assert classify(model_id, None, gptq, LLAMA_8B) == Lineage(relation="quantized", quant_method="gptq", quant_bits=4)
 
 
 @pytest.mark.parametrize("model_id", ["deepseek-ai/DeepSeek-V3", "openai/gpt-oss-20b", "microsoft/Phi-3-mini-4k-instruct",
