@@ -1,8 +1,9 @@
 """The price history of hosted inference: ``observatory/catalog/data/prices.json``, checked on load.
 
 Every row names its provider, model, whether the weights are open, the USD price per million
-input and output tokens, the date it took effect (and what that date is), and the page it was
-read from. The file states its currency and unit once; loading refuses any other.
+input and output tokens, its date with what that date is of (``date_kind``: the day the price took
+effect, or only a day a page listed it) and how that was established, and the page it was read
+from. The file states its currency and unit once; loading refuses any other.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from observatory.catalog.files import read_json
 PRICES_PATH = Path(__file__).parent / "data" / "prices.json"
 CURRENCY = "USD"
 UNIT = "per 1,000,000 tokens"
+DATE_KINDS = ("took effect", "listed")
 
 
 class PriceDataError(ValueError):
@@ -47,6 +49,7 @@ def parse_prices(data: Any) -> dict:
         seen.add(row["id"])
         _need(row["source_url"].startswith("https://"), where, "source_url must be https://")
         _need(isinstance(row.get("open_weights"), bool), where, "open_weights must be true or false")
+        _need(row.get("date_kind") in DATE_KINDS, where, f"date_kind must be one of {', '.join(DATE_KINDS)}")
         for field in ("usd_per_1m_input", "usd_per_1m_output"):
             value = row.get(field)
             _need(isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 10_000, where,

@@ -10,7 +10,6 @@ column with its type, unit and meaning (https://specs.frictionlessdata.io/). Rea
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import zipfile
@@ -45,8 +44,12 @@ COLUMNS = (
     Column("release_date", "date", "Release date (UTC day)"),
     Column("release_date_confidence", "string", "high: the source states the day; medium: month or repo date; low"),
     Column("release_date_source", "string", "Where the release date comes from (URL or repository@commit)"),
+    Column("release_date_kind", "string", "What the release date is the date of: announcement, paper, repository "
+                                          "commit, hub upload, third-party report, or unsourced"),
     Column("num_parameters", "integer", "Published total parameter count; empty when none was found", "parameters"),
-    Column("num_parameters_kind", "string", "safetensors total, model card, paper, announcement, or config estimate"),
+    Column("num_parameters_kind", "string", "Where num_parameters comes from: safetensors total, index file, weights "
+                                            "file size, model card, paper, announcement, model name, third-party "
+                                            "report, or config estimate (num_parameters empty)"),
     Column("num_parameters_source", "string", "Where the published count comes from"),
     Column("params_estimate", "integer", "Total parameters estimated from the config (observatory.core.params)",
            "parameters"),
@@ -73,8 +76,8 @@ COLUMNS = (
     Column("kv_bytes_per_token_bf16", "integer", "The same in bytes at bf16 (vLLM's sizing convention)", "bytes"),
     Column("mha_kv_bytes_per_token_bf16", "integer", "The MHA counterfactual (K = H) of the same model", "bytes"),
     Column("uncertain", "boolean", "An unknown layer type was counted as a full KV layer (an upper bound)"),
-    Column("provenance", "string", "verbatim (the file as found), transcribed (rebuilt from code or page text; "
-                                   "hub_hash_check says whether the bytes are proven the Hub's), "
+    Column("provenance", "string", "verbatim (the cited file, byte for byte), transcribed (rebuilt from code, page "
+                                   "text or a corrected copy; hub_check says whether the bytes are proven the Hub's), "
                                    "or reconstructed (published geometry, no copy found)"),
     Column("config_file", "string", "The config, relative to the package (empty for reconstructed entries)"),
     Column("config_sha256", "string", "sha256 of the config file's bytes"),
@@ -82,8 +85,17 @@ COLUMNS = (
     Column("source_repo", "string", "GitHub repository the config was copied from"),
     Column("source_path", "string", "Path of the config in that repository"),
     Column("source_commit", "string", "Commit the config was copied at"),
-    Column("copy", "string", "How faithful the copy is (edited or re-saved copies say so)"),
-    Column("hub_hash_check", "string", "Whether the bytes match a published sha256 of the Hub's file"),
+    Column("source_sha256", "string", "sha256 of the cited file at source_commit, recorded from the source; a "
+                                      "verbatim copy's config_sha256 equals it"),
+    Column("copy", "string", "What the copied bytes are beside the Hub's own file (edited or re-saved copies say so)"),
+    Column("hub_sha256", "string", "sha256 of the Hub's config.json at hub_revision, from the public list in "
+                                   "dinoml/model-configs-rs corpus/report-repositories.json"),
+    Column("hub_revision", "string", "The Hub revision hub_sha256 is of"),
+    Column("hub_check", "string", "match: config_sha256 equals hub_sha256; differs: it does not; empty: no Hub hash "
+                                  "listed"),
+    Column("relation", "string", "original, or how the repo derives from base_models (finetune, quantized, ...), by "
+                                 "the crawler's lineage rules"),
+    Column("base_models", "string", "The repos it derives from (semicolon-separated)"),
     Column("same_architecture_as", "string", "Other entries with a byte-identical config (semicolon-separated)"),
     Column("searched", "string", "Reconstructed entries: where a real copy was looked for"),
     Column("notes", "string", "Anything a careful reader needs"),
@@ -102,6 +114,7 @@ def row(entry: SnapshotEntry) -> dict:
     geom = derived.geometry
     total, active = parameter_estimate(derived.config) if derived.config is not None else (None, None)
     mha = kvcache.mha_counterfactual(geom) if geom is not None else None
+    lineage = entry.lineage()
     out = {
         "id": entry.id, "organisation": entry.organisation, "family": entry.family,
         "release_date": entry.release_date.isoformat(), "release_date_confidence": entry.release_date_confidence,
@@ -110,9 +123,12 @@ def row(entry: SnapshotEntry) -> dict:
         "params_estimate": total, "active_parameters": entry.active_parameters,
         "active_params_estimate": active if active != total else None,
         "provenance": entry.provenance, "config_file": config_path(entry),
-        "config_sha256": hashlib.sha256(entry.raw_text.encode("utf-8")).hexdigest() if entry.config_file else None,
+        "config_sha256": entry.sha256,
         "config_source": entry.source, "source_repo": entry.source_repo, "source_path": entry.source_path,
-        "source_commit": entry.source_commit, "copy": entry.copy, "hub_hash_check": entry.hub_hash_check,
+        "source_commit": entry.source_commit, "source_sha256": entry.source_sha256, "copy": entry.copy,
+        "hub_sha256": entry.hub_sha256, "hub_revision": entry.hub_revision, "hub_check": entry.hub_check,
+        "release_date_kind": entry.release_date_kind, "relation": lineage.relation,
+        "base_models": ";".join(lineage.base_models) or None,
         "same_architecture_as": ";".join(entry.same_architecture_as) or None, "searched": entry.searched,
         "notes": entry.notes, "parser_version": PARSER_VERSION,
     }

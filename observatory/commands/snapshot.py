@@ -1,4 +1,4 @@
-"""``observatory snapshot``: the bundled notable-model snapshot (load it, list it)."""
+"""``observatory snapshot``: the bundled notable-model snapshot (load, list, export it; regenerate its manifest)."""
 
 from __future__ import annotations
 
@@ -120,6 +120,29 @@ def export_command(path: Path | None, fmt: str, as_json: bool, out_dir: Path) ->
                                "configs": configs}))
         return
     click.echo(f"{fmt}: {len(written) - configs} table file(s) and {configs} configs in {out_dir}")
+
+
+@snapshot.command("manifest")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 when configs/MANIFEST.tsv is not what "
+                                            "snapshot.json generates.")
+def manifest_command(check: bool) -> None:
+    """Regenerate configs/MANIFEST.tsv from snapshot.json (the one record of where each file came from)."""
+    from observatory.catalog.manifest import MANIFEST_PATH, manifest_text, write_manifest
+
+    try:
+        if check:
+            current = MANIFEST_PATH.read_text(encoding="utf-8") if MANIFEST_PATH.exists() else ""
+            if current != manifest_text():
+                raise click.ClickException(f"{MANIFEST_PATH} differs from what snapshot.json generates; "
+                                           "run `observatory snapshot manifest`")
+            click.echo(f"{MANIFEST_PATH}: up to date")
+            return
+        changed = write_manifest()
+    except SnapshotError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {MANIFEST_PATH}: {exc.strerror or exc}") from None
+    click.echo(f"{MANIFEST_PATH}: {'written' if changed else 'unchanged'}")
 
 
 def _num(value: int | None) -> str:

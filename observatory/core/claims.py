@@ -11,6 +11,9 @@ Verdicts:
 - ``holds with caveats``: it reproduces only under a reading the statement leaves implicit
   (a unit, a dtype, a baseline, a batch), which the summary names;
 - ``does not hold``: no reading of the stated setting reproduces it;
+- ``unsourced``: no primary source for the claim has been found, whatever our arithmetic shows
+  (it stays beside the verdict as ``arithmetic_verdict``): a number nobody can trace is not
+  confirmed by reproducing it;
 - ``None``: the claim could not be checked (a model it needs is not in the store).
 
 A figure "matches" when it is within ``MATCH_TOLERANCE`` (relative) of the claimed value: the
@@ -41,8 +44,8 @@ from observatory.core.roofline import (
 )
 from observatory.core.trends import THIN_N
 
-HOLDS, CAVEATS, FAILS = "holds", "holds with caveats", "does not hold"
-VERDICTS = (HOLDS, CAVEATS, FAILS)
+HOLDS, CAVEATS, FAILS, UNSOURCED = "holds", "holds with caveats", "does not hold", "unsourced"
+VERDICTS = (HOLDS, CAVEATS, FAILS, UNSOURCED)
 MATCH_TOLERANCE = 0.02
 
 LLAMA2_70B = "meta-llama/Llama-2-70b-hf"
@@ -62,9 +65,13 @@ H100 = "h100-sxm"
 @dataclass(frozen=True)
 class Source:
     title: str
-    url: str | None
+    url: str | None  # None: the primary source has not been found, so the claim is unsourced
     where: str  # section, table, figure or page
     note: str = ""
+
+    @property
+    def found(self) -> bool:
+        return self.url is not None
 
 
 @dataclass(frozen=True)
@@ -493,8 +500,15 @@ def check(claim: Claim, inputs: Inputs) -> dict:
             "missing": missing}
     head.update(readings=None, ladder=None, context=None)  # the tables only some claims have
     if missing:
-        return {**head, **_result(None, f"Not checked: {', '.join(missing)} not in the store.", [], [])}
-    return {**head, **claim.check(inputs)}
+        result = _result(None, f"Not checked: {', '.join(missing)} not in the store.", [], [])
+    else:
+        result = claim.check(inputs)
+    result["arithmetic_verdict"] = result["verdict"]
+    if not claim.source.found:
+        shown = result["verdict"] or "not checked"
+        result.update(verdict=UNSOURCED, summary=f"Unsourced: no primary source for this claim has been found, so "
+                      f"reproducing it confirms nothing (our arithmetic alone: {shown}). {result['summary']}")
+    return {**head, **result}
 
 
 def check_all(inputs: Inputs, claims: tuple[Claim, ...] = CLAIMS) -> list[dict]:

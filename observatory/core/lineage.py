@@ -6,9 +6,14 @@ merges) or tiny test models that copy a base's geometry. ``classify`` reads the 
 ``baseModels`` value, the config and the parameter count:
 
 - ``relation`` comes from ``baseModels.relation``; with no ``baseModels`` it is ``original``, unless
-  the config declares a ``quantization_config`` (or MLX's ``quantization``): a quantized repo that
-  names no base is still ``quantized``. FP8 and MXFP4 are the exception: labs release in them
-  (DeepSeek-V3, gpt-oss), so with no base those stay ``original``, with a note.
+  the repo is a conversion of someone's weights: its name carries a conversion tag (``-FP8``,
+  ``-NVFP4``, ``-GPTQ``, ``-AWQ``, ``-GGUF``, ``-4bit``, ...; ``CONVERSION_TAG``) or its config declares
+  a ``quantization_config`` (or MLX's ``quantization``) in a method labs do not release in. Labs
+  do release in FP8, MXFP4, compressed-tensors INT4 and BitNet (DeepSeek-V3, gpt-oss, Kimi K2.5,
+  BitNet b1.58), so a config in those with no base and no conversion tag stays ``original``, with
+  a note. The bundled snapshot goes through the same rules, so a checkpoint one organisation
+  publishes of another's weights is a derivative of its base there as in a crawl, and the same
+  weights count once among the originals.
 - malformed input (wrong types, missing keys, an unknown relation) gives ``relation = None``
   (unknown) and a warning, never an exception; a base id that is not a valid repo id is dropped
   with a warning.
@@ -33,8 +38,8 @@ from observatory.core.geometry import Geometry
 from observatory.core.params import EXPERT_COUNT_KEYS, FFN_KEYS, VOCAB_KEYS
 from observatory.core.repo_ids import is_valid_repo_id
 
-__all__ = ["RELATIONS", "TOY_PARAMETERS", "Lineage", "classify", "fingerprint_fields", "geometry_fingerprint",
-           "is_test_repo", "parse_safetensors", "quantization"]
+__all__ = ["RELATIONS", "TOY_PARAMETERS", "Lineage", "classify", "conversion_tag", "fingerprint_fields",
+           "geometry_fingerprint", "is_test_repo", "parse_safetensors", "quantization"]
 
 RELATIONS = ("original", "finetune", "quantized", "adapter", "merge")
 DERIVED = frozenset(RELATIONS[1:])
@@ -51,7 +56,11 @@ TEST_NAME = re.compile(r"(^|[-_.])(tiny[-_]?random|random[-_]?tiny|tiny[-_]?dumm
                        re.IGNORECASE)
 
 # Formats labs train or release in: with no declared base such a config is an original release.
-NATIVE_LOW_PRECISION = frozenset({"fp8", "mxfp4"})
+NATIVE_LOW_PRECISION = frozenset({"fp8", "mxfp4", "compressed-tensors", "bitnet"})
+# A tag in a repo's name that advertises a conversion of weights published elsewhere.
+CONVERSION_TAG = re.compile(
+    r"(^|[-_.])(nv-?fp4|mxfp4|fp8([-_](dynamic|static|block))?|fp4|int[348]|w\d+a\d+|gptq|awq|gguf|exl2|mlx|"
+    r"bnb|\d+-?bits?|quantized)([-_.]|$)", re.IGNORECASE)
 # Bits implied by the method when the config does not spell them out.
 METHOD_BITS = {"fp8": 8, "mxfp4": 4, "eetq": 8, "fbgemm_fp8": 8, "nvfp4": 4}
 
@@ -86,15 +95,25 @@ def classify(model_id: Any, base_models_field: Any, config: Any, num_parameters:
         warnings.append(f"model id {show(model_id)} is not a valid repo id")
     method, bits = declared if declared is not None else quantization(config, warnings)
     relation, bases = _relation(model_id, base_models_field, warnings)
-    if relation == "original" and method is not None:
-        if method in NATIVE_LOW_PRECISION:
-            warnings.append(f"quantization_config {method} with no declared base: taken as a native"
-                            " low-precision release")
-        else:
-            relation = "quantized"
+    if relation == "original" and method is not None and method not in NATIVE_LOW_PRECISION:
+        relation = "quantized"  # a method labs do not release in: someone's quantization
+    elif relation == "original" and conversion_tag(model_id):
+        relation = "quantized"
+        warnings.append(f"no declared base, but the name carries the conversion tag {conversion_tag(model_id)!r}:"
+                        " a converted copy of weights published elsewhere")
+    elif relation == "original" and method is not None:
+        warnings.append(f"quantization_config {method} with no declared base: taken as a native low-precision release")
     params = _parameter_count(num_parameters, warnings)
     return Lineage(relation=relation, base_models=bases, quant_method=method, quant_bits=bits,
                    is_test_repo=is_test_repo(model_id, params), warnings=tuple(warnings))
+
+
+def conversion_tag(model_id: Any) -> str | None:
+    """The conversion tag in a repo's name (``"NVFP4"`` in ``nvidia/DeepSeek-V4-Flash-NVFP4``), or None."""
+    if not isinstance(model_id, str):
+        return None
+    found = CONVERSION_TAG.search(model_id.rpartition("/")[2])
+    return found.group(2) if found else None
 
 
 def _relation(model_id: Any, value: Any, warnings: list[str]) -> tuple[str | None, tuple[str, ...]]:

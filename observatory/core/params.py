@@ -8,10 +8,12 @@ config declares. ``estimate_parameters(cfg)`` returns a ``ParameterEstimate``:
   head unless tied), attention (MHA/GQA/MQA; MLA with its q/kv LoRA ranks), linear-attention,
   short-convolution and Mamba mixers of hybrids, dense MLPs, routed and shared experts with their
   router, norms and biases where the family has them, learned position tables,
-  multi-token-prediction (MTP) layers shipped beside the decoder, and the vision tower of a
-  multimodal wrapper when it has a ``vision_config``.
+  multi-token-prediction (MTP) layers shipped beside the decoder, the vision tower of a
+  multimodal wrapper when it has a ``vision_config``, and Qwen2-Audio's Whisper-style audio
+  encoder (``audio_config``).
 - ``active``: what one text token passes through: ``total`` less the routed experts it is not
-  sent to, less MTP layers and the vision tower. For a dense text-only model ``active == total``.
+  sent to, less MTP layers and the vision and audio towers. For a dense text-only model
+  ``active == total``.
   Both embedding matrices are counted, as Mistral, Qwen, DeepSeek and Meta count their published
   active figures (OpenAI's gpt-oss figures leave the input embedding out; subtract
   ``breakdown["embeddings"]`` to compare).
@@ -58,6 +60,7 @@ BREAKDOWN_KEYS = (
     "pooler",  # encoder-only models: the pooler BertModel carries
     "mtp",  # multi-token-prediction layers shipped beside the decoder
     "vision",  # vision tower and projector of a multimodal wrapper (generic ViT estimate)
+    "audio",  # audio encoder and projector (Qwen2-Audio's Whisper-style encoder)
 )
 
 VOCAB_KEYS = ("vocab_size", "padded_vocab_size", "n_vocab")
@@ -245,6 +248,7 @@ class _Counter:
         self._per_layer_inputs()
         self._mtp(moe_layers)
         self._vision()
+        self._audio()
 
     def _embeddings(self) -> None:
         h, sec = self.hidden, self.sec
@@ -635,6 +639,26 @@ class _Counter:
         self.warnings.append("vision tower and projector estimated from vision_config as a generic ViT;"
                              " approximate")
 
+    def _audio(self) -> None:
+        audio = self.cfg.get("audio_config")
+        if isinstance(audio, dict) and audio.get("model_type") == "qwen2_audio_encoder":
+            self.add("audio", _whisper_encoder(audio, self.hidden))
+
+
+def _whisper_encoder(audio: dict, text: int) -> int:
+    """Qwen2-Audio's encoder, Whisper's: two convolutions over the mel bins, a position table, pre-norm
+    blocks (q, v and out projections biased, k not), a final norm, and a linear projector into the
+    language model's width. Exact: transformers builds the same tensors."""
+    w: list[str] = []
+    d = to_int(audio.get("d_model", 1280), "audio_config.d_model", w)
+    layers = to_int(audio.get("encoder_layers", 32), "audio_config.encoder_layers", w)
+    ffn = to_int(audio.get("encoder_ffn_dim", 5120), "audio_config.encoder_ffn_dim", w)
+    mels = to_int(audio.get("num_mel_bins", 128), "audio_config.num_mel_bins", w)
+    positions = to_int(audio.get("max_source_positions", 1500), "audio_config.max_source_positions", w)
+    convs = (mels * d * 3 + d) + (d * d * 3 + d)
+    block = (4 * d * d + 3 * d) + (d * ffn + ffn) + (ffn * d + d) + 2 * (2 * d)
+    return convs + positions * d + layers * block + 2 * d + (d * text + text)
+
 
 def _vision_tower(vision: dict, text: int, cfg: dict) -> int:
     """A ViT from its vision_config (blocks, patch embedding, position table, final norm) plus the
@@ -707,7 +731,7 @@ def estimate_parameters(cfg: Any) -> ParameterEstimate:
     counter.count()
     parts = {k: counter.parts[k] for k in BREAKDOWN_KEYS if counter.parts.get(k)}
     total = sum(parts.values())
-    active = total - counter.inactive - parts.get("mtp", 0) - parts.get("vision", 0)
+    active = total - counter.inactive - parts.get("mtp", 0) - parts.get("vision", 0) - parts.get("audio", 0)
     return ParameterEstimate(total=total, active=active, breakdown=parts, warnings=tuple(counter.warnings),
                              is_moe=bool(counter.experts), counts_vision="vision" in parts)
 

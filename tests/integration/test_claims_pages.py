@@ -150,9 +150,10 @@ def test_claims_recompute_from_the_stored_geometry(client, db):
         assert got["verdict"] == expected["verdict"]
         assert [f["ours"] for f in got["figures"]] == pytest.approx([f["ours"] for f in expected["figures"]])
     assert {c: answer[c]["verdict"] for c in answer} == {
-        "llama2-70b-kv-2048": "holds with caveats", "deepseek-v2-kv-93": "holds with caveats",
-        "trtllm-gqa-70b-throughput": "holds with caveats", "hf-llama31-kv-128k": "does not hold",
+        "llama2-70b-kv-2048": "unsourced", "deepseek-v2-kv-93": "holds with caveats",
+        "trtllm-gqa-70b-throughput": "unsourced", "hf-llama31-kv-128k": "does not hold",
         "mistral-7b-rolling-buffer": "holds", "deepseek-v3-kv-per-token": "holds", "tp-kv-heads": "holds with caveats"}
+    assert answer["trtllm-gqa-70b-throughput"]["arithmetic_verdict"] == "holds with caveats"
     share = next(f for f in answer["tp-kv-heads"]["figures"] if f["label"].startswith("new originals"))
     assert 0 < share["ours"] < 1 and "n = " in share["how"]  # the snapshot's last judged quarter
 
@@ -167,7 +168,8 @@ def test_claims_on_an_empty_store_are_unchecked(tmp_path):
     settings = Settings(data_dir=tmp_path / "data", scheduler_enabled=False, autoload_snapshot=False)
     with TestClient(create_app(settings)) as empty:
         body = empty.get("/claims.json").json()
-        assert all(c["verdict"] is None and c["missing"] for c in body["claims"])
+        assert all(c["arithmetic_verdict"] is None and c["missing"] for c in body["claims"])
+        assert {c["verdict"] for c in body["claims"]} == {None, "unsourced"}  # unsourced even when unchecked
         page = empty.get("/claims")
         assert page.status_code == 200 and "not checked" in page.text and "Not in the store" in page.text
         capacity = empty.get("/api/v1/hardware-capacity").json()

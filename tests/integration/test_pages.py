@@ -336,9 +336,11 @@ def test_trends_bad_parameters(client, query):
 
 def test_home_headlines(client):
     data = client.get("/index.json").json()
-    quarter = data["headlines"]["quarter"]
-    assert quarter["count"] >= 5
+    quarter = data["headlines"]["kinds"]
+    assert quarter["n"] >= 5 and quarter["count"] >= quarter["n"]
     assert 0 <= quarter["share_gqa_or_mla"] <= 1
+    assert all(data["headlines"][h]["n"] >= 5 for h in ("g", "kv"))  # the floor is on the value's own n
+    assert data["snapshot_end"] is None  # the store holds crawled models too
     counts = data["models_tracked"]
     assert counts["total"] >= 150 and counts["total"] == counts["hub"] + counts["snapshot"]
     assert counts["hub"] == 3 and client.get("/crawl.json").json()["models"] == counts  # the hostile ones

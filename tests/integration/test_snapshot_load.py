@@ -86,7 +86,13 @@ def test_loaded_rows_carry_snapshot_facts(engine):
         gpt2 = s.get(HubModel, "openai-community/gpt2-large")  # rebuilt, and proven byte-exact by the Hub's sha256
         revision = s.get(ConfigRevision, gpt2.current_revision_id)
         assert revision.provenance == "transcribed" and json.loads(revision.raw_text)["n_head"] == 20
-        assert "sha256 identical" in gpt2.snapshot_meta["hub_hash_check"]
+        assert gpt2.snapshot_meta["hub_check"] == "match"
+        assert gpt2.snapshot_meta["sha256"] == gpt2.snapshot_meta["hub_sha256"]
+
+        nvfp4 = s.get(HubModel, "nvidia/DeepSeek-V4-Flash-NVFP4")  # another organisation's copy of a lab's weights
+        assert (nvfp4.relation, nvfp4.base_models) == ("quantized", ["deepseek-ai/DeepSeek-V4-Flash"])
+        plus = s.get(HubModel, "CohereLabs/c4ai-command-r-plus")  # config taken from a GPTQ mirror
+        assert (plus.relation, plus.quant_method) == ("original", None)
 
         assert s.exec(select(func.count()).where(HubModel.downloads.is_not(None))).one() == 0  # unknown
         phi4 = s.get(HubModel, "microsoft/phi-4")
@@ -145,6 +151,8 @@ def _write_manifest(tmp_path: Path, heads_kv: int, date: str = "2024-01-02") -> 
         "release_date": date,
         "release_date_confidence": "medium",
         "release_date_source": "https://example.org/tiny",
+        "release_date_kind": "announcement",
+        "num_parameters_kind": "config estimate",
         "provenance": "reconstructed",
         "source": "https://huggingface.co/org/tiny/blob/main/config.json",
         "searched": "nowhere: a test entry",
@@ -248,3 +256,34 @@ def test_cli_list_json(tmp_path):
     assert v3["attention_kind"] == "MLA" and v3["kv_cache_bytes_per_token"] == 2 * 576 * 61
     assert all(r["error"] is None for r in rows)
     assert not (tmp_path / "data").exists()  # listing reads no database
+
+
+def test_pages_say_where_the_bundled_snapshot_ends_on_the_embedded_default(engine, settings):
+    from datetime import date
+
+    from fastapi.testclient import TestClient
+
+    from observatory.store.db import read_session
+    from observatory.store.queries.counts import snapshot_end
+    from observatory.web.app import create_app
+
+    load_snapshot(engine)
+    newest = max(e.release_date for e in ENTRIES)
+    with read_session(engine) as s:
+        assert snapshot_end(s) == newest == date(2026, 8, 17)
+    app_settings = settings.model_copy(update={"scheduler_enabled": False})
+    with TestClient(create_app(app_settings)) as client:
+        for path in ("/", "/trends"):
+            assert "The bundled snapshot ends in August 2026" in client.get(path).text, path
+        home = client.get("/index.json").json()
+        assert home["snapshot_end"] == "2026-08-17"
+        # Each headline rests on at least five models, from a quarter that holds them (not a thin last one).
+        for name in ("kinds", "g", "kv"):
+            assert home["headlines"][name]["n"] >= home["thin_n"], name
+        thin = [q for q in home["quarters"] if q["thin"]]
+        assert not {q["label"] for q in thin} & {home["headlines"][n]["quarter"] for n in ("kinds", "g", "kv")}
+
+    with session_scope(engine) as s:  # one crawled model: the store is no longer the snapshot alone
+        upsert_model(s, "org/crawled", source="hub", created_at=datetime(2026, 9, 1, tzinfo=timezone.utc))
+    with read_session(engine) as s:
+        assert snapshot_end(s) is None

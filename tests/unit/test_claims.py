@@ -27,7 +27,7 @@ from observatory.catalog.research import (
 )
 from observatory.catalog.snapshot import load_entries
 from observatory.core import capacity, claims, kvcache, roofline
-from observatory.core.claims import CAVEATS, FAILS, HOLDS, Inputs, check, matches
+from observatory.core.claims import CAVEATS, FAILS, HOLDS, UNSOURCED, Inputs, check, matches
 from observatory.store.ingest import derive
 
 ENTRIES = {e.id: e for e in load_entries()}
@@ -65,7 +65,7 @@ def test_matches_is_relative_and_takes_ranges():
 
 def test_llama2_70b_textbook_figures_are_element_counts(inputs):
     result = check(_claim("llama2-70b-kv-2048"), inputs)
-    assert result["verdict"] == CAVEATS
+    assert (result["verdict"], result["arithmetic_verdict"]) == (UNSOURCED, CAVEATS)
     # 2 x 8 x 128 x 80 x 2048 elements x 2 B, and the same with 64 KV heads (worked by hand)
     assert _figure(result, "GQA cache")["ours"] * 1e9 == pytest.approx(671_088_640)
     assert _figure(result, "MHA cache, fp16")["ours"] * 1e9 == pytest.approx(5_368_709_120)
@@ -81,7 +81,7 @@ def test_llama2_verdict_follows_the_readings(inputs):
     geom = inputs.geometries[claims.LLAMA2_70B]
     halved = replace(geom, head_dim=64, v_head_dim=64, kv_elements_per_token=geom.kv_elements_per_token // 2)
     result = check(_claim("llama2-70b-kv-2048"), replace(inputs, geometries={claims.LLAMA2_70B: halved}))
-    assert result["verdict"] == HOLDS
+    assert (result["verdict"], result["arithmetic_verdict"]) == (UNSOURCED, HOLDS)
 
 
 def test_deepseek_v2_93_percent_needs_6_bit_cache_and_the_67b_baseline(inputs):
@@ -101,7 +101,9 @@ def test_deepseek_v2_93_percent_needs_6_bit_cache_and_the_67b_baseline(inputs):
 
 def test_trtllm_gain_is_the_whole_step_roofline(inputs):
     result = check(_claim("trtllm-gqa-70b-throughput"), inputs)
-    assert result["verdict"] == CAVEATS and result["context"] == 8192
+    assert result["arithmetic_verdict"] == CAVEATS and result["context"] == 8192
+    # No primary source for "+30-50%" has been found: the verdict says so first, whatever the roofline shows.
+    assert result["verdict"] == UNSOURCED and result["summary"].startswith("Unsourced: no primary source")
     geom, params = inputs.geometries[claims.LLAMA2_70B], inputs.parameters[claims.LLAMA2_70B]
     node = claims.node(get_device("h100-sxm"), 8)
     assert node.memory_bytes == 640 * 10**9 and node.bandwidth_bytes_per_s == pytest.approx(8 * 3.35e12)
@@ -128,12 +130,12 @@ def test_trtllm_fails_when_the_ceiling_is_below_the_claim(inputs):
     mha_like = replace(geom, num_kv_heads=geom.num_query_heads, group_size=1.0,
                        kv_elements_per_token=kvcache.mha_counterfactual(geom).kv_elements_per_token)
     result = check(_claim("trtllm-gqa-70b-throughput"), replace(inputs, geometries={claims.LLAMA2_70B: mha_like}))
-    assert result["verdict"] == FAILS
+    assert (result["verdict"], result["arithmetic_verdict"]) == (UNSOURCED, FAILS)
 
 
 def test_trtllm_needs_a_parameter_count(inputs):
     result = check(_claim("trtllm-gqa-70b-throughput"), replace(inputs, parameters={}))
-    assert result["verdict"] is None and "parameter count" in result["summary"]
+    assert result["arithmetic_verdict"] is None and "parameter count" in result["summary"]
 
 
 def test_hf_llama31_table_405b_row_is_twice_the_config(inputs):
@@ -173,7 +175,19 @@ def test_a_claim_about_a_model_not_in_the_store_is_unchecked(inputs):
     assert result["verdict"] is None and result["missing"] == [claims.DEEPSEEK_67B]
     assert result["figures"] == [] and "not in the store" in result["summary"]
     no_device = check(_claim("trtllm-gqa-70b-throughput"), replace(inputs, devices={}))
-    assert no_device["verdict"] is None and no_device["missing"] == ["h100-sxm"]
+    assert no_device["arithmetic_verdict"] is None and no_device["missing"] == ["h100-sxm"]
+    assert no_device["verdict"] == UNSOURCED  # unsourced whatever the arithmetic shows, even none
+
+
+def test_a_sourced_claim_keeps_its_arithmetic_verdict_and_an_unsourced_one_never_does(inputs):
+    for result in claims.check_all(inputs):
+        claim = _claim(result["id"])
+        if claim.source.url is None:
+            assert result["verdict"] == UNSOURCED and result["summary"].startswith("Unsourced")
+        else:
+            assert result["verdict"] == result["arithmetic_verdict"] != UNSOURCED
+    assert {r["id"] for r in claims.check_all(inputs) if r["verdict"] == UNSOURCED} == {
+        "llama2-70b-kv-2048", "trtllm-gqa-70b-throughput"}
 
 
 def test_every_claim_has_a_source_and_a_known_verdict(inputs):
@@ -326,6 +340,15 @@ def test_every_price_row_has_a_source_a_date_and_explicit_units():
     assert {True, False} == {r["open_weights"] for r in prices["rows"]}  # open weights and a closed reference set
 
 
+def test_a_price_is_dated_by_when_it_took_effect_not_by_a_trackers_update():
+    # Issue 22: the DeepSeek-V3.2 row carried an aggregator's update day (2025-12-09); the price took
+    # effect with V3.2-Exp on 2025-09-29. A row dated only by a page that listed it says "listed".
+    rows = {r["id"]: r for r in load_prices()["rows"]}
+    v32 = rows["deepseek-v3.2-chat"]
+    assert (v32["date"], v32["date_kind"]) == (date(2025, 9, 29), "took effect")
+    assert {r["date_kind"] for r in rows.values()} == {"took effect", "listed"}
+
+
 @pytest.mark.parametrize("breakage, message", [
     (lambda d: d.update(currency="EUR"), "currency must be 'USD'"),
     (lambda d: d.update(unit="per 1,000 tokens"), "unit must be"),
@@ -337,6 +360,8 @@ def test_every_price_row_has_a_source_a_date_and_explicit_units():
     (lambda d: d["rows"][0].update(usd_per_1m_output="2"), "usd_per_1m_output must be a positive number"),
     (lambda d: d["rows"][1].update(id=d["rows"][0]["id"]), "duplicate id"),
     (lambda d: d["rows"][0].update(open_weights="yes"), "open_weights must be true or false"),
+    (lambda d: d["rows"][0].pop("date_kind"), "date_kind must be one of took effect, listed"),
+    (lambda d: d["rows"][0].update(date_kind="announced maybe"), "date_kind must be one of"),
 ])
 def test_bad_price_data_is_refused_with_one_line(breakage, message):
     data = copy.deepcopy(json.loads(PRICES_PATH.read_text()))

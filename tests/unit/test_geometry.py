@@ -38,7 +38,7 @@ def test_every_bundled_config_is_in_the_manifest_and_the_expectations_name_real_
     names = {p.name for p in CONFIG_DIR.glob("*.json")}
     assert {e["file"] for e in EXPECTED} <= names and len(EXPECTED) >= 60
     with (CONFIG_DIR / "MANIFEST.tsv").open(newline="") as fh:
-        listed = [row.split("\t", 1)[0] for row in fh.read().split("\r\n")[1:] if row]
+        listed = [row.split("\t", 1)[0] for row in fh.read().split("\n")[1:] if row]
     assert sorted(listed) == sorted(names) and len(listed) == len(set(listed))
 
 

@@ -167,3 +167,10 @@ def test_unreadable_catalog_file(tmp_path):
     path.write_text("{not json")
     with pytest.raises(CatalogError, match="cannot read hardware catalog"):
         load_catalog(path)
+
+
+def test_the_rtx_4090_note_gives_330_tflops_to_fp16_accumulation_not_bf16():
+    # Issue 22: 330.3 TFLOPS is dense FP16 with FP16 accumulation; BF16 runs at 165.2 (FP32 accumulation).
+    raw = next(d for d in json.loads(CATALOG_PATH.read_text())["devices"] if d["id"] == "rtx-4090")
+    assert "330.3 BF16" not in raw["flops_note"] and "330.3 TFLOPS is dense FP16 with FP16 accumulation" in raw["flops_note"]
+    assert raw["bf16_dense_flops"] == 165.2e12

@@ -258,3 +258,39 @@ def test_fingerprints_are_stable_strings():
     first = fingerprint(cfg)
     assert first == fingerprint(json.loads(json.dumps(cfg))) and first.startswith("g1-") and len(first) == 23
     assert len({fingerprint(json.loads(p.read_text())) for p in CONFIG_DIR.glob("*.json")}) >= 45
+
+
+@pytest.mark.parametrize("model_id, tag", [
+    ("RedHatAI/Llama-3.1-8B-Instruct-FP8", "FP8"),
+    ("nvidia/DeepSeek-V4-Flash-NVFP4", "NVFP4"),
+    ("TheBloke/Llama-2-7B-GPTQ", "GPTQ"),
+    ("someone/Qwen2.5-7B-Instruct-AWQ", "AWQ"),
+    ("someone/Mistral-7B-v0.1-GGUF", "GGUF"),
+    ("mlx-community/Llama-3.2-1B-4bit", "4bit"),
+    ("RedHatAI/Qwen2.5-7B-quantized.w4a16", "quantized"),
+])
+def test_a_conversion_tag_makes_a_derivative_even_without_a_base(model_id, tag):
+    # FP8 with no base is a native release (DeepSeek-V3) unless the name says it is someone's
+    # converted copy; the same holds for a config that declares no quantization at all.
+    cfg = {**load("meta-llama__Llama-3.1-8B.json"), "quantization_config": {"quant_method": "fp8"}}
+    for config in (cfg, load("meta-llama__Llama-3.1-8B.json")):
+        got = classify(model_id, None, config, LLAMA_8B)
+        assert got.relation == "quantized" and any(repr(tag) in w for w in got.warnings), model_id
+    # A method labs never release in is a quantization already: the name adds nothing to say.
+    gptq = {**cfg, "quantization_config": {"quant_method": "gptq", "bits": 4}}
+    assert classify(model_id, None, gptq, LLAMA_8B) == Lineage(relation="quantized", quant_method="gptq", quant_bits=4)
+
+
+@pytest.mark.parametrize("model_id", ["deepseek-ai/DeepSeek-V3", "openai/gpt-oss-20b", "microsoft/Phi-3-mini-4k-instruct",
+                                      "google/gemma-4-E2B-it", "moonshotai/Kimi-K2.5", "microsoft/bitnet-b1.58-2B-4T",
+                                      "meta-llama/Llama-3.1-8B", 42, None])
+def test_names_without_a_conversion_tag(model_id):
+    from observatory.core.lineage import conversion_tag
+    assert conversion_tag(model_id) is None
+
+
+def test_a_labs_compressed_tensors_release_stays_original():
+    cfg = {**load("meta-llama__Llama-3.1-8B.json"), "quantization_config": {
+        "quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 4}}}}}
+    got = classify("moonshotai/Kimi-K2.5", None, cfg, None)
+    assert (got.relation, got.quant_method, got.quant_bits) == ("original", "compressed-tensors", 4)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import csv
+import hashlib
 import json
 import re
 from collections import Counter
@@ -12,6 +12,8 @@ import pytest
 
 from observatory.catalog.snapshot import (
     CONFIGS_DIR,
+    PARAMETER_KINDS,
+    RELEASE_DATE_KINDS,
     SHA_PREFIX,
     SNAPSHOT_PATH,
     SnapshotError,
@@ -144,13 +146,15 @@ def test_every_named_organisation_is_present():
     assert not MISSING_ORGANISATIONS & present  # a gap that closes must move out of the list above
 
 
-# A ratchet, not the goal: the issue asks for 95 % verbatim; 375 of 398 (94 %) are. The rest are
-# transcribed (9: rebuilt from code or page text, most of them proven byte-exact by the Hub's sha256)
-# or reconstructed from published geometry (14), each saying where a copy was looked for.
+# A ratchet, not the goal: an earlier issue asked for 95 % verbatim; 372 of 398 (93 %) are. The rest
+# are transcribed (12: rebuilt from code or page text, or a vendored copy we corrected by one final
+# newline to the Hub's bytes; most proven byte-exact by the Hub's sha256) or reconstructed from
+# published geometry (14), each saying where a copy was looked for. Issue 22 moved three copies
+# from verbatim to transcribed: their bytes are the Hub's, not the cited vendor's.
 def test_nearly_all_configs_are_real_files():
     kinds = Counter(entry.provenance for entry in ENTRIES)
-    assert kinds["reconstructed"] <= 14 and kinds["transcribed"] <= 9, kinds
-    assert kinds["verbatim"] / len(ENTRIES) >= 0.94, kinds
+    assert kinds["reconstructed"] <= 14 and kinds["transcribed"] <= 12, kinds
+    assert kinds["verbatim"] / len(ENTRIES) >= 0.93, kinds
 
 
 def test_readme_states_the_snapshot_as_it_is():
@@ -180,7 +184,7 @@ def test_sources_are_well_formed():
         assert date_source.startswith(("https://", "unsourced: ")) or re.search(r"@ ?[0-9a-f]{7,40}", date_source) \
             or "/" in date_source, raw["id"]
         if raw.get("num_parameters") is not None:
-            assert raw["num_parameters_kind"] in ("safetensors total", "model card", "paper", "announcement")
+            assert raw["num_parameters_kind"] in PARAMETER_KINDS and raw["num_parameters_kind"] != "config estimate"
             assert raw["num_parameters_source"], raw["id"]
         else:
             assert raw["num_parameters_kind"] == "config estimate", raw["id"]
@@ -195,8 +199,31 @@ def test_no_config_appears_twice_unless_marked_as_the_same_architecture():
             assert set(BY_ID[model_id].same_architecture_as) == set(ids) - {model_id}, model_id
 
 
-def test_every_entry_is_an_original_release():
-    assert all(entry.model_fields()["relation"] == "original" for entry in ENTRIES)
+def test_labels_say_where_each_figure_came_from():
+    # A label names a kind of source, and the source text bears it out (issue 22's audit found a
+    # safetensors total and a paper figure both labelled "model card").
+    for entry in ENTRIES:
+        source, kind = (entry.num_parameters_source or "").lower(), entry.num_parameters_kind
+        if kind == "paper":
+            assert "arxiv" in source or "paper" in source or "report" in source, entry.id
+        if kind == "index file":
+            assert "index.json" in source and "total_size" in source, entry.id
+        if kind == "model card":
+            assert "arxiv.org" not in source.split(" ")[0], entry.id
+        if kind == "safetensors total":
+            assert "safetensors" in source, entry.id
+    assert BY_ID["meta-llama/Meta-Llama-3-70B"].num_parameters_kind == "safetensors total"
+    assert BY_ID["openai/gpt-oss-20b"].num_parameters_kind == "paper"
+    assert BY_ID["arcee-ai/Trinity-Nano-Preview"].active_parameters == 1_000_000_000  # the headline, not non-embedding
+
+
+def test_every_date_says_what_it_is_the_date_of():
+    kinds = Counter(entry.release_date_kind for entry in ENTRIES)
+    assert set(kinds) <= set(RELEASE_DATE_KINDS) and kinds["announcement"] > 100, kinds
+    for entry in ENTRIES:
+        assert (entry.release_date_kind == "unsourced") == entry.release_date_source.startswith("unsourced")
+        if entry.release_date_kind == "paper":
+            assert "arxiv" in entry.release_date_source.lower(), entry.id
 
 
 @pytest.mark.parametrize("model_id", REQUIRED_IDS)
@@ -230,19 +257,12 @@ def test_reconstructed_entries_are_not_copies_of_real_files():
             assert entry.raw_text == reconstructed_text(BY_RAW[entry.id]["config"])
 
 
-
-def test_verbatim_entries_name_bundled_files_with_their_manifest_source():
-    with (CONFIGS_DIR / "MANIFEST.tsv").open(encoding="utf-8", newline="") as fh:
-        manifest = {row["file"]: row for row in csv.DictReader(fh, delimiter="\t")}
+def test_copies_name_their_source_and_hold_its_bytes():
     copies = [entry for entry in ENTRIES if entry.provenance in ("verbatim", "transcribed")]
     assert len(copies) >= 350
     for entry in copies:
-        row = manifest[entry.config_file]
-        assert row["source_commit"] == entry.source_commit, entry.id
         assert entry.source == f"https://github.com/{entry.source_repo}/blob/{entry.source_commit}/{entry.source_path}"
         assert entry.raw_text == (CONFIGS_DIR / entry.config_file).read_bytes().decode("utf-8")
-        # The manifest's model id may carry a remark in parentheses (the checkpoint the copy came from).
-        assert entry.id == re.split(r"\s*\(", row["model_id"])[0] or entry.id in row["model_id"]
 
 
 def test_verbatim_text_is_byte_exact_including_crlf():
@@ -326,6 +346,7 @@ GOOD = {
     "release_date": "2024-01-02",
     "release_date_confidence": "high",
     "release_date_source": "https://example.org/announcement",
+    "release_date_kind": "announcement",
     "num_parameters": 1000,
     "num_parameters_kind": "model card",
     "num_parameters_source": "https://huggingface.co/org/model",
@@ -336,7 +357,7 @@ GOOD = {
 }
 COPY = {k: v for k, v in GOOD.items() if k not in ("config", "source", "searched")} | {
     "provenance": "verbatim", "config_file": "a.json", "source_repo": "owner/repo", "source_path": "configs/a.json",
-    "source_commit": "0123456789abcdef0123456789abcdef01234567"}
+    "source_commit": "0123456789abcdef0123456789abcdef01234567", "source_sha256": hashlib.sha256(b"{}").hexdigest()}
 
 
 def test_good_minimal_manifest_loads(tmp_path):
@@ -369,6 +390,9 @@ def test_good_minimal_manifest_loads(tmp_path):
         ({"source": ""}, "source must be a non-empty string"),
         ({"source": "x" * 501}, "source longer than 500"),
         ({"family": None}, "family must be a non-empty string"),
+        ({"release_date_kind": "rumour"}, "release_date_kind must be one of"),
+        ({"release_date_kind": "unsourced"}, "release_date_kind is unsourced exactly when"),
+        ({"num_parameters": None}, "'config estimate' exactly when num_parameters is null"),
     ],
 )
 def test_bad_entry_is_refused_with_a_clear_message(tmp_path, change, message):
@@ -396,9 +420,49 @@ def test_bad_copy_sources_are_refused(tmp_path, change, message):
 
 
 def test_a_copy_loads_with_its_source_url(tmp_path):
-    (entry,) = load_entries(_manifest(tmp_path, [COPY], files={"a.json": b'{"x": 1}\r\n'}))
+    data = b'{"x": 1}\r\n'
+    copy = COPY | {"source_sha256": hashlib.sha256(data).hexdigest()}
+    (entry,) = load_entries(_manifest(tmp_path, [copy], files={"a.json": data}))
     assert entry.source == "https://github.com/owner/repo/blob/0123456789abcdef0123456789abcdef01234567/configs/a.json"
     assert entry.raw_text == '{"x": 1}\r\n'  # byte for byte
+    assert entry.sha256 == entry.source_sha256 and entry.hub_check is None
+
+
+def test_a_verbatim_copy_whose_bytes_changed_is_refused(tmp_path):
+    # One byte (a final newline) is enough: the copy is no longer the cited file.
+    with pytest.raises(SnapshotError, match="a.json has sha256 .* not the source's"):
+        load_entries(_manifest(tmp_path, [COPY], files={"a.json": b"{}\n"}))
+
+
+def test_a_transcribed_copy_may_differ_from_its_source(tmp_path):
+    (entry,) = load_entries(_manifest(tmp_path, [COPY | {"provenance": "transcribed"}], files={"a.json": b"{}\n"}))
+    assert entry.sha256 != entry.source_sha256
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"source_sha256": None}, "source_sha256 must be the 64-hex sha256"),
+    ({"source_sha256": "abc"}, "source_sha256 must be the 64-hex sha256"),
+    ({"hub_sha256": "0" * 64}, "hub_sha256 and hub_revision go together"),
+    ({"hub_sha256": "x" * 64, "hub_revision": "0" * 40}, "hub_sha256 must be 64-hex"),
+    ({"base_models": ["org/base"]}, "base_models must be written as the Hub writes baseModels"),
+    ({"quantization_from_copy": "yes"}, "quantization_from_copy must be true or false"),
+])
+def test_bad_provenance_fields_are_refused(tmp_path, change, message):
+    with pytest.raises(SnapshotError, match=message):
+        load_entries(_manifest(tmp_path, [COPY | change], files={"a.json": b"{}"}))
+
+
+def test_the_hub_check_compares_the_bytes_with_the_hub_hash(tmp_path):
+    hub = {"hub_revision": "f" * 40}
+    (same,) = load_entries(_manifest(tmp_path, [COPY | hub | {"hub_sha256": COPY["source_sha256"]}],
+                                     files={"a.json": b"{}"}))
+    (other,) = load_entries(_manifest(tmp_path, [COPY | hub | {"hub_sha256": "0" * 64}], files={"a.json": b"{}"}))
+    assert (same.hub_check, other.hub_check) == ("match", "differs")
+
+
+def test_a_reconstructed_entry_has_no_source_hash(tmp_path):
+    with pytest.raises(SnapshotError, match="reconstructed entry copies no file"):
+        load_entries(_manifest(tmp_path, [GOOD | {"source_sha256": "0" * 64}]))
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,9 @@
-"""Counts over the whole store: models by source, and the geometries the trends count apart."""
+"""Counts over the whole store: models by source, the geometries the trends count apart, and where
+the bundled snapshot ends."""
 
 from __future__ import annotations
+
+from datetime import date
 
 import sqlalchemy as sa
 from sqlmodel import Session
@@ -41,3 +44,13 @@ def _by_source(condition: sa.ColumnElement) -> sa.Select:
 
 
 _OTHER_SOURCES = sa.union_all(_by_source(_M.source < "hub"), _by_source(_M.source > "hub"))
+
+
+def snapshot_end(session: Session) -> date | None:
+    """The day the bundled snapshot's newest model was released, when the store holds nothing
+    else (the embedded default): its trends stop there for want of data, not of releases. None
+    once any crawled model is stored, or when the store is empty."""
+    if session.execute(sa.select(_M.id).where(_M.source != "snapshot").limit(1)).first() is not None:
+        return None
+    newest = session.execute(sa.select(sa.func.max(_M.created_at)).where(_M.source == "snapshot")).scalar_one()
+    return newest.date() if newest is not None else None

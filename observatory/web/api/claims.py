@@ -78,7 +78,10 @@ class ClaimOut(BaseModel):
     models: list[str]
     devices: list[str]
     missing: list[str] = Field(description="Models or devices the store lacks; the claim is then unchecked")
-    verdict: str | None = Field(description=" | ".join(VERDICTS) + "; null when not checked")
+    verdict: str | None = Field(description=" | ".join(VERDICTS) + "; null when not checked. unsourced: no primary "
+                                "source has been found, whatever the arithmetic shows")
+    arithmetic_verdict: str | None = Field(description="What our arithmetic alone concludes (the verdict but for "
+                                           "an unsourced claim); null when not checked")
     summary: str
     figures: list[FigureOut]
     steps: list[str] = Field(description="The arithmetic, one line per step")
@@ -94,7 +97,7 @@ class ClaimsResponse(BaseModel):
     claims: list[ClaimOut]
 
 
-CLAIM_CSV_COLUMNS = ["id", "title", "verdict", "statement", "source_title", "source_url", "source_where", "summary",
+CLAIM_CSV_COLUMNS = ["id", "title", "verdict", "arithmetic_verdict", "statement", "source_title", "source_url", "source_where", "summary",
                      "measured_speedup"]
 
 
@@ -179,6 +182,8 @@ def research(format: Format = "json"):
 class PriceRow(BaseModel):
     id: str
     date: date
+    date_kind: str = Field(description="What date is the date of: took effect, or listed (only a day a page showed "
+                                       "the price is known)")
     date_basis: str
     provider: str
     model: str
@@ -215,7 +220,7 @@ class PricesResponse(BaseModel):
                                   "not cause")
 
 
-PRICE_CSV_COLUMNS = ["id", "date", "date_basis", "provider", "model", "open_weights", "currency", "unit",
+PRICE_CSV_COLUMNS = ["id", "date", "date_kind", "date_basis", "provider", "model", "open_weights", "currency", "unit",
                      "usd_per_1m_input", "usd_per_1m_output", "price_basis", "source_url", "source_note"]
 
 

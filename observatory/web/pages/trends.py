@@ -14,6 +14,7 @@ from observatory.core.trends import (
     THIN_N,
     WEIGHTINGS,
 )
+from observatory.store.queries.counts import snapshot_end
 from observatory.store.queries.trends import (
     choose_period,
     plotted_trend_rows,
@@ -66,6 +67,7 @@ def trends_data(session: Session, params: TrendParams) -> tuple[dict, dict]:
         "computed_at": series.computed_at,
         "g_tipping_point": G_TIPPING_POINT,
         "thin_n": THIN_N,
+        "snapshot_end": snapshot_end(session),
         "left_out": {"encoder_only": sum(pt.encoder_only for pt in points),
                      "uncertain": sum(pt.uncertain for pt in points),
                      "weight_unknown": sum(pt.weight_unknown for pt in points) if params.weighting != "count" else 0},
