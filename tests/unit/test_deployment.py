@@ -198,12 +198,12 @@ def test_llama3_70b_at_tp8_shards_and_at_tp16_stores_twice():
     assert (tp16.kv_heads_per_rank, tp16.replicas, tp16.copies, tp16.rank_bytes_per_token) == (1, 2, 2.0, 40_960)
     assert tp8.megatron_divisible is True and tp16.megatron_divisible is False  # Megatron cannot run TP = 16
     assert D.replication_sentence(geom).startswith("From TP = 16 this model stores its KV twice")
-    # 8 x H100 at 32k: (80 GB - 141.108 GB / 8) / (40,960 B x 32,768) = 62.36 GB / 1.342 GB = 46 sequences.
+    # 8 x H100 at 32k: (80 GB - 141.107 GB / 8) / (40,960 B x 32,768) = 62.36 GB / 1.342 GB = 46 sequences.
     at8 = D.group_capacity(geom, H100.memory_bytes, 8, CONTEXT, params=params)
-    assert at8.weights_per_rank == 17_638_500_000 and at8.max_sequences == 46
+    assert at8.weights_per_rank == 70_553_706_496 * 2 // 8 == 17_638_426_624 and at8.max_sequences == 46
     # Twice the GPUs, yet each still holds one whole head per sequence: 71.18 GB / 1.342 GB = 53, not 2 x 46.
     at16 = D.group_capacity(geom, H100.memory_bytes, 16, CONTEXT, params=params)
-    assert at16.weights_per_rank == 8_819_250_000 and at16.max_sequences == 53
+    assert at16.weights_per_rank == 8_819_213_312 and at16.max_sequences == 53
 
 
 def test_an_mqa_model_at_tp8_stores_its_cache_eight_times():
