@@ -31,6 +31,10 @@ BigInt = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
 def upgrade() -> None:
+    # Edited once more after shipping (issue 21), and only so: 0004_trends as first shipped made no
+    # author index, so a store of that era has none to drop. Every store that has it drops it as before.
+    author_index = 'ix_hub_model_author_created_at_id' in {
+        index['name'] for index in sa.inspect(op.get_bind()).get_indexes('hub_model')}
     with op.batch_alter_table('hub_model', schema=None) as batch_op:
         batch_op.alter_column('downloads', existing_type=BigInt, nullable=True)
         batch_op.alter_column('likes', existing_type=BigInt, nullable=True)
@@ -49,7 +53,8 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column('snapshot_meta', sa.JSON(), nullable=True))
         batch_op.create_index(batch_op.f('ix_hub_model_relation'), ['relation'], unique=False)
         batch_op.add_column(sa.Column('author_key', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=True))
-        batch_op.drop_index('ix_hub_model_author_created_at_id')
+        if author_index:
+            batch_op.drop_index('ix_hub_model_author_created_at_id')
         batch_op.create_index('ix_hub_model_author_key_created_at_id', ['author_key', 'created_at', 'id'],
                               unique=False)
     op.execute("UPDATE hub_model SET author_key = lower(author)")
