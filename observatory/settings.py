@@ -111,6 +111,8 @@ class Settings(BaseSettings):
     crawl_concurrency: int = 8  # config fetches in flight; the Hub's resolver quota is the real bound
     crawl_first_run_days: float = 2.0  # a scope's first run looks back this far unless --since says
     crawl_overlap_s: float = 900.0  # re-read this much below a mark: the listing index can lag
+    # A listed date later than the crawl's clock plus this is stored but never moves a mark.
+    crawl_future_tolerance_s: float = 900.0
     crawl_max_models: int | None = None  # per scheduled run; None = no bound
     crawl_retry_batch: int = 500  # transient failures retried per run
     crawl_retry_base_s: float = 600.0  # first retry delay of a transient failure; doubles per attempt

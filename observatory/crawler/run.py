@@ -49,6 +49,7 @@ LEASE_NAME = "crawl"
 CHUNK = 100  # listing entries looked up in the store at once
 BATCH = 64  # results per commit
 BATCH_SECONDS = 1.0  # ...or this old, whichever comes first
+FUTURE_DATED_KEPT = 20  # future-dated entries named in a run's stats (the log names every one)
 
 
 class CrawlBusy(RuntimeError):
@@ -157,6 +158,7 @@ def _finish(engine: Engine, run_id: int, job: _Crawl, status: str, error: str | 
             "skipped_by_reason": dict(sorted(job.skipped.items())),
             "retried": job.retried,
             "passes": job.passes,
+            **({"future_dated": job.future_dated} if job.future_dated else {}),
             **extra,
         }
     return run
@@ -187,6 +189,9 @@ class _Crawl:
         self.labels: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
         self.passes: dict[str, dict] = {}
+        # Listed dates past this are stored but move no mark (marks.trusted); one clock per run.
+        self.horizon = utcnow() + timedelta(seconds=settings.crawl_future_tolerance_s)
+        self.future_dated: dict[str, str] = {}  # model id -> the date it was listed with
 
     # -- passes -------------------------------------------------------------------------------
 
@@ -268,8 +273,11 @@ class _Crawl:
             if budget is not None and self.submitted >= budget:
                 walk.out_of_budget = True
                 break
-            walk.top = marks.advance(walk.top, date_of(item))
-            walk.last = date_of(item) or walk.last
+            dated = marks.trusted(date_of(item), self.horizon)
+            if dated is None and date_of(item) is not None:
+                self._future_dated(name, item, date_of(item))
+            walk.top = marks.advance(walk.top, dated)
+            walk.last = dated or walk.last
             self._consider(item, knowledge)
             if self.stopping:
                 break
@@ -281,6 +289,13 @@ class _Crawl:
         if self.stopping:
             raise self.stopping
         return walk
+
+    def _future_dated(self, walk: str, item: Listed, value: datetime) -> None:
+        if item.id not in self.future_dated:
+            log.warning("crawl #%s: %s is listed as %s (%s), after this crawl's clock; stored, but it moves no mark",
+                        self.run_id, str(item.id)[:200], walk, value.isoformat())
+        if len(self.future_dated) < FUTURE_DATED_KEPT:
+            self.future_dated.setdefault(str(item.id)[:200], value.isoformat())
 
     # -- per entry ----------------------------------------------------------------------------
 

@@ -113,7 +113,8 @@ def trend_rows_query(population: Population, columns=_ROW_COLUMNS) -> sa.Select:
         .select_from(HubModel.__table__)
         .join(GeometryRow.__table__, g.revision_id == m.current_revision_id)
         .outerjoin(DerivativeStats.__table__, _D.model_id == m.id)
-        .where(m.created_at.is_not(None))
+        # A period that has not happened has no trend: a listing can date a repo in the future.
+        .where(m.created_at.is_not(None), m.created_at <= utcnow())
     )
     if population.min_downloads:
         query = query.where(m.downloads >= population.min_downloads)
