@@ -121,6 +121,9 @@ class Settings(BaseSettings):
     # A crawl lease not renewed for this long is free again. Renewed as results are stored, so it
     # must outlast the longest wait the Hub can impose (hub_max_wait_s) plus a batch.
     crawl_lease_ttl_s: float = 900.0
+    # Before a crawl writes, SQLite's checks of the file and the tables it writes, for at most this
+    # long (store/integrity.py); a damaged store refuses the crawl.
+    store_check_budget_s: float = 10.0
     # Scheduler (observatory/scheduler.py)
     scheduler_enabled: bool = True  # `observatory serve` runs the schedule in-process
     scheduler_lease_ttl_s: float = 60.0  # leadership lapses this long after its holder stops

@@ -39,7 +39,7 @@ from observatory.hub.files import Fetched, fetch_config
 from observatory.hub.listing import LISTING_FAILURES, Listed, SortKey, list_newest
 from observatory.hub.policy import HubUnreachable, RateLimited
 from observatory.settings import Settings
-from observatory.store import lease
+from observatory.store import integrity, lease
 from observatory.store.db import session_scope
 from observatory.store.tables import CrawlRun, utcnow
 
@@ -49,6 +49,8 @@ LEASE_NAME = "crawl"
 CHUNK = 100  # listing entries looked up in the store at once
 BATCH = 64  # results per commit
 BATCH_SECONDS = 1.0  # ...or this old, whichever comes first
+# What a crawl writes (checked first): models, configs, geometry, runs, marks, failures, its lease.
+WRITTEN_TABLES = ("hub_model", "config_revision", "geometry", "crawl_run", "crawl_scope", "crawl_failure", "lease")
 FUTURE_DATED_KEPT = 20  # future-dated entries named in a run's stats (the log names every one)
 
 
@@ -74,7 +76,8 @@ AfterCrawl = Callable[[Engine, Settings, CrawlRun], object]
 def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, since: datetime | None = None,
           max_models: int | None = None, retry: bool = True, progress: Progress | None = None,
           should_stop: Callable[[], bool] | None = None, after: AfterCrawl | None = None) -> CrawlRun:
-    """Run one crawl and return its stored ``CrawlRun``. Raises ``CrawlBusy`` if one is running.
+    """Run one crawl and return its stored ``CrawlRun``. Raises ``CrawlBusy`` if one is running and
+    ``integrity.StoreCorrupt``, writing nothing, if the store fails SQLite's checks.
     ``after(engine, settings, run)`` runs once the run is stored, unless it is stopping
     (``pipeline.crawl`` passes the after-crawl steps).
 
@@ -86,6 +89,8 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
     Anything else is a bug: recorded as ``failed`` and re-raised.
     """
     scope = scope or Scope()
+    # Integrity first: a damaged file is refused before the lease or anything else is written.
+    integrity.check_writable(engine, WRITTEN_TABLES, budget_s=settings.store_check_budget_s)
     hub_session.configure(settings)
     holder = lease.new_holder()
     if not lease.acquire(engine, LEASE_NAME, holder, settings.crawl_lease_ttl_s):

@@ -200,6 +200,8 @@ def _page(settings: Settings, response: httpx2.Response) -> tuple[list[dict], st
         items = response.json()
     except ValueError as exc:
         raise ListingError(f"the listing page is not JSON: {exc}") from None
+    except RecursionError:  # json's recursive decoder on a page of [[[[...]]]]: a broken page, not a bug
+        raise ListingError("the listing page is nested too deeply to be a list of models") from None
     if not isinstance(items, list) or not all(isinstance(i, dict) and "id" in i for i in items):
         raise ListingError("the listing page is not a JSON list of models")
     link = response.links.get("next", {}).get("url")
