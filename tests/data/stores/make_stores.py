@@ -216,22 +216,49 @@ def fill(conn: sqlite3.Connection) -> dict[str, int]:
     return counts
 
 
-def build(stem: str, commit: str, out_dir: Path = HERE) -> Path:
+# Stores an upgrade left part-way: (file stem, made at, then upgraded with, what it holds).
+HALF_MIGRATED = [
+    ("x01_half_migrated_0006", "ea74ad8", "ee63b28",
+     "the 0006 era after main's upgrade failed at DROP TABLE hub_model: 0008-0011 applied, 0007 not"),
+]
+
+
+def build(stem: str, commit: str, out_dir: Path = HERE, *, then: str | None = None) -> Path:
     with tempfile.TemporaryDirectory(prefix="observatory-old-store-") as tmp:
         target = Path(tmp) / f"{stem}.sqlite"
-        _build(target, commit, Path(tmp))
+        # gzip's mtime=0 below keeps the packing stable; Alembic's batch rebuilds are not byte-stable.
+        with sqlite3.connect(target) as conn:
+            conn.execute("PRAGMA page_size=512")
+            conn.execute("VACUUM")
+        _migrate(target, commit, Path(tmp) / "made")
+        conn = sqlite3.connect(target, isolation_level=None)
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("BEGIN")
+        fill(conn)
+        conn.execute("COMMIT")
+        conn.close()
+        if then is not None:
+            try:
+                _migrate(target, then, Path(tmp) / "then")
+            except Exception as exc:  # noqa: BLE001 (that upgrade failing is the point)
+                print(f"{stem}: the upgrade with {then} failed as it did then: {type(exc).__name__}")
+            else:
+                raise RuntimeError(f"{stem}: the upgrade with {then} was expected to fail")
+        conn = sqlite3.connect(target, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.execute("VACUUM")
+        conn.close()
         packed = out_dir / f"{stem}.sqlite.gz"
         with target.open("rb") as src, gzip.GzipFile(packed, "wb", compresslevel=9, mtime=0) as dst:
-            shutil.copyfileobj(src, dst)  # mtime=0: the same store packs to the same bytes
+            shutil.copyfileobj(src, dst)
     return packed
 
 
-def _build(target: Path, commit: str, tmp: Path) -> None:
-    """Migrate an empty ``target`` with ``commit``'s migrations, then fill it."""
+def _migrate(target: Path, commit: str, scripts: Path) -> None:
+    """Run ``commit``'s migrations, taken verbatim from git history, on ``target``."""
     from alembic import command
     from alembic.config import Config
 
-    scripts = tmp / "migrations"
     (scripts / "versions").mkdir(parents=True)
     (scripts / "env.py").write_text(ENV_PY)
     files = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", commit, "migrations/versions/"],
@@ -241,26 +268,18 @@ def _build(target: Path, commit: str, tmp: Path) -> None:
             text = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"], check=True,
                                   capture_output=True, text=True).stdout
             (scripts / "versions" / Path(path).name).write_text(text)
-    with sqlite3.connect(target) as conn:
-        conn.execute("PRAGMA page_size=512")
-        conn.execute("VACUUM")
     config = Config()
     config.set_main_option("script_location", str(scripts))
     config.set_main_option("sqlalchemy.url", f"sqlite:///{target}")
     command.upgrade(config, "heads")
-    conn = sqlite3.connect(target, isolation_level=None)
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("BEGIN")
-    fill(conn)
-    conn.execute("COMMIT")
-    conn.execute("PRAGMA journal_mode=DELETE")
-    conn.execute("VACUUM")
-    conn.close()
 
 
 def main() -> None:
     for stem, commit, _note in HEADS:
         path = build(stem, commit)
+        print(f"{path.relative_to(ROOT)}: {path.stat().st_size} bytes")
+    for stem, commit, then, _note in HALF_MIGRATED:
+        path = build(stem, commit, then=then)
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size} bytes")
 
 
