@@ -13,8 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from store_support import damage, snapshot_store
 
-from observatory.store.db import PROJECT_ROOT, make_engine, upgrade
+from observatory.store.db import PROJECT_ROOT
 from observatory.testing.hub_standin import populate
 
 OBSERVATORY = str(Path(sys.executable).parent / "observatory")
@@ -50,32 +51,7 @@ def _counts(path: Path) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def base_store(tmp_path_factory) -> Path:
-    """A store at head holding the bundled snapshot (398 models), journal in one file."""
-    from observatory.catalog.snapshot import ensure_snapshot
-    from observatory.settings import Settings
-
-    path = tmp_path_factory.mktemp("base") / "base.db"
-    url = f"sqlite:///{path}"
-    upgrade(url)
-    engine = make_engine(url)
-    ensure_snapshot(engine, Settings(database_url=url, autoload_snapshot=True))
-    engine.dispose()
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.execute("PRAGMA journal_mode=DELETE")
-    conn.close()
-    return path
-
-
-def _damage(path: Path, name: str) -> None:
-    """Scribble over the first bytes of the root page of table or index ``name``, as a bad disk would."""
-    conn = sqlite3.connect(path)
-    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (name,)).fetchone()[0]
-    conn.close()
-    with path.open("r+b") as f:
-        f.seek((root - 1) * page_size)
-        f.write(b"\xff" * 64)
+    return snapshot_store(tmp_path_factory.mktemp("base") / "base.db")
 
 
 @contextmanager
@@ -114,7 +90,7 @@ def _read_only_store(base: Path, tmp_path: Path):
 def test_a_damaged_store_is_refused_in_one_line(args, base_store, tmp_path):
     path = tmp_path / "store.db"
     shutil.copy(base_store, path)
-    _damage(path, "crawl_run")  # a table every command reads or a crawl writes
+    damage(path, "crawl_run")  # a table every command reads or a crawl writes
     before = _counts(path)
 
     line = _error_line(_cli(f"sqlite:///{path}", *args))
@@ -127,7 +103,7 @@ def test_a_crawl_refuses_a_store_damaged_where_it_does_not_write(base_store, tmp
     populate(hub, 5)
     path = tmp_path / "store.db"
     shutil.copy(base_store, path)
-    _damage(path, "sqlite_autoindex_trend_point_1")
+    damage(path, "sqlite_autoindex_trend_point_1")
     before = _counts(path)
 
     line = _error_line(_cli(f"sqlite:///{path}", "crawl", "--no-progress", "--since", "7d", endpoint=hub.url))
@@ -163,7 +139,7 @@ def test_a_read_only_store_is_one_line(args, base_store, tmp_path):
 def test_debug_shows_the_traceback(base_store, tmp_path):
     path = tmp_path / "store.db"
     shutil.copy(base_store, path)
-    _damage(path, "crawl_run")
+    damage(path, "crawl_run")
     for args in (("--debug", "crawl", "--list"), ("crawl", "--list", "--debug"), ("--debug", "db", "upgrade")):
         result = _cli(f"sqlite:///{path}", *args)
         assert result.returncode == 1 and "Traceback (most recent call last)" in result.stderr, args
