@@ -111,6 +111,8 @@ class Settings(BaseSettings):
     crawl_concurrency: int = 8  # config fetches in flight; the Hub's resolver quota is the real bound
     crawl_first_run_days: float = 2.0  # a scope's first run looks back this far unless --since says
     crawl_overlap_s: float = 900.0  # re-read this much below a mark: the listing index can lag
+    # A listed date later than the crawl's clock plus this is stored but never moves a mark.
+    crawl_future_tolerance_s: float = 900.0
     crawl_max_models: int | None = None  # per scheduled run; None = no bound
     crawl_retry_batch: int = 500  # transient failures retried per run
     crawl_retry_base_s: float = 600.0  # first retry delay of a transient failure; doubles per attempt
@@ -119,6 +121,9 @@ class Settings(BaseSettings):
     # A crawl lease not renewed for this long is free again. Renewed as results are stored, so it
     # must outlast the longest wait the Hub can impose (hub_max_wait_s) plus a batch.
     crawl_lease_ttl_s: float = 900.0
+    # Before a crawl writes, SQLite's checks of the file and the tables it writes, for at most this
+    # long (store/integrity.py); a damaged store refuses the crawl.
+    store_check_budget_s: float = 10.0
     # Scheduler (observatory/scheduler.py)
     scheduler_enabled: bool = True  # `observatory serve` runs the schedule in-process
     scheduler_lease_ttl_s: float = 60.0  # leadership lapses this long after its holder stops

@@ -8,12 +8,16 @@ import time
 import click
 
 
-def _store():
+def _store(writes: bool = True):
     from observatory.settings import get_settings
     from observatory.store.db import get_engine, upgrade
+    from observatory.store.integrity import check_writable
 
     settings = get_settings()
     upgrade(settings.resolved_database_url)
+    if writes:  # a damaged or read-only store is refused before anything is written (store/integrity.py)
+        check_writable(get_engine(settings), ("alert", "alert_event", "alert_delivery", "alert_rule"),
+                       budget_s=settings.store_check_budget_s)
     return get_engine(settings), settings
 
 
@@ -93,7 +97,7 @@ def list_command(status: str | None, include_baseline: bool, limit: int, as_json
 
     from observatory.alerts.tables import Alert, AlertRule
 
-    engine, _ = _store()
+    engine, _ = _store(writes=False)
     with Session(engine) as session:
         query = select(Alert, AlertRule).join(AlertRule, AlertRule.id == Alert.rule_id)
         if status:

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import click
 
+from observatory.commands.errors import describe
 from observatory.settings import get_settings
 
 _DURATION = re.compile(r"^(\d+)\s*([dhm])$")
@@ -88,7 +89,8 @@ def crawl(scope_name, since, max_models, pipeline_tags, any_pipeline, libraries,
         try:
             upgrade(settings.resolved_database_url)
         except Exception as exc:
-            raise click.ClickException(f"cannot prepare the store at {settings.resolved_database_url}: {exc}") from None
+            raise click.ClickException(f"cannot prepare the store at {settings.resolved_database_url}: "
+                                       f"{describe(exc)}") from None
         run = _crawl_now(get_engine(settings), settings, scope_name, since, max_models, pipeline_tags, any_pipeline,
                          libraries, min_downloads, author, hub_filter, no_retry, no_progress)
     except click.ClickException as exc:
@@ -117,6 +119,7 @@ def _crawl_now(engine, settings, scope_name, since, max_models, pipeline_tags, a
     from observatory.crawler.run import CrawlBusy
     from observatory.crawler.scope import ScopeMismatch, build_scope
     from observatory.pipeline import crawl as run_crawl
+    from observatory.store.integrity import StoreCorrupt
 
     scope = build_scope(scope_name, pipeline_tags=pipeline_tags, any_pipeline=any_pipeline, libraries=libraries,
                         min_downloads=min_downloads, author=author, hub_filter=hub_filter)
@@ -132,10 +135,10 @@ def _crawl_now(engine, settings, scope_name, since, max_models, pipeline_tags, a
     try:
         return run_crawl(engine, settings, scope=scope, since=since, max_models=max_models, retry=not no_retry,
                          progress=progress, should_stop=stop.is_set)
-    except (CrawlBusy, ScopeMismatch) as exc:
+    except (CrawlBusy, ScopeMismatch, StoreCorrupt) as exc:
         raise click.ClickException(str(exc)) from None
-    except Exception as exc:  # a bug; the run is stored as failed: say why in one line
-        raise click.ClickException(f"crawl failed: {' '.join(f'{type(exc).__name__}: {exc}'.split())}") from None
+    except Exception as exc:  # the store, the disk, or a bug; the run is stored as failed if it can be
+        raise click.ClickException(f"crawl failed: {describe(exc)}") from None
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -6,6 +6,7 @@ import click
 
 from observatory.settings import get_settings
 from observatory.store.db import current_revisions, get_engine, upgrade
+from observatory.store.integrity import check_writable
 from observatory.store.rederive import rederive_stale
 
 
@@ -18,8 +19,10 @@ def db() -> None:
 def upgrade_command() -> None:
     """Create or migrate the database to the newest schema."""
     settings = get_settings()
-    upgrade(settings.resolved_database_url)
     engine = get_engine(settings)
+    # Migrating a damaged or read-only file can only fail part-way or make it worse (store/integrity.py).
+    check_writable(engine, (), budget_s=settings.store_check_budget_s)
+    upgrade(settings.resolved_database_url)
     redone = rederive_stale(engine)
     heads = sorted(current_revisions(engine))
     click.echo(f"database at {', '.join(heads)}: {_display_url(settings.resolved_database_url)}")

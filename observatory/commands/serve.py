@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 import click
 from fastapi import FastAPI
 
+from observatory.commands.errors import describe
 from observatory.settings import Settings, get_settings
 
 # --no-scheduler reaches the worker processes through the environment (uvicorn starts them
@@ -102,7 +103,8 @@ def serve(host: str | None, port: int | None, workers: int, no_scheduler: bool, 
     try:
         prepare_store(settings)
     except Exception as exc:  # one line, not a traceback: the store is the usual culprit
-        raise click.ClickException(f"cannot prepare the store at {settings.resolved_database_url}: {exc}") from None
+        raise click.ClickException(f"cannot prepare the store at {settings.resolved_database_url}: "
+                                   f"{describe(exc)}") from None
     if no_scheduler:
         os.environ[SCHEDULER_ENV] = "false"
         get_settings.cache_clear()

@@ -21,10 +21,13 @@ def worker(log_level: str) -> None:
     """
     from observatory.scheduler import SchedulerHandle
     from observatory.store.db import get_engine, upgrade
+    from observatory.store.integrity import check_writable
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = get_settings()
     upgrade(settings.resolved_database_url)
+    # A store it could not write to would fail every job, one log line each, until someone looked.
+    check_writable(get_engine(settings), (), budget_s=settings.store_check_budget_s)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -7,6 +7,10 @@ stops below the mark; only a pass that got all the way down moves the mark, to t
 (killed, rate limited, out of budget) leaves the mark where it was, so the next run reads the
 same range again and skips what is already stored.
 
+A date beyond the crawl's own clock (plus a tolerance for clock skew) is the listing's word, not
+a fact: the model is stored with it, but it never moves a mark (a repo dated 2030 would otherwise
+hold every later model back until 2030) nor bounds a pass (``trusted``).
+
 The stop is ``overlap`` below the mark: the Hub's listing is an index that can show a repo
 late, with a ``createdAt`` older than repos already listed. Re-reading a margin costs listing
 entries only; they are skipped by sha without a request.
@@ -60,3 +64,8 @@ def extend_floor(floor: datetime | None, stop: datetime | None) -> datetime | No
 def below(value: datetime | None, stop: datetime | None) -> bool:
     """True when a listed date is older than the stop (entries without a date never stop a pass)."""
     return value is not None and stop is not None and value < stop
+
+
+def trusted(value: datetime | None, horizon: datetime) -> datetime | None:
+    """``value`` if it can move a mark: not after ``horizon`` (the crawl's clock plus a tolerance)."""
+    return None if value is None or value > horizon else value

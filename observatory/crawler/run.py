@@ -39,7 +39,7 @@ from observatory.hub.files import Fetched, fetch_config
 from observatory.hub.listing import LISTING_FAILURES, Listed, SortKey, list_newest
 from observatory.hub.policy import HubUnreachable, RateLimited
 from observatory.settings import Settings
-from observatory.store import lease
+from observatory.store import integrity, lease
 from observatory.store.db import session_scope
 from observatory.store.tables import CrawlRun, utcnow
 
@@ -49,6 +49,9 @@ LEASE_NAME = "crawl"
 CHUNK = 100  # listing entries looked up in the store at once
 BATCH = 64  # results per commit
 BATCH_SECONDS = 1.0  # ...or this old, whichever comes first
+# What a crawl writes (checked first): models, configs, geometry, runs, marks, failures, its lease.
+WRITTEN_TABLES = ("hub_model", "config_revision", "geometry", "crawl_run", "crawl_scope", "crawl_failure", "lease")
+FUTURE_DATED_KEPT = 20  # future-dated entries named in a run's stats (the log names every one)
 
 
 class CrawlBusy(RuntimeError):
@@ -73,7 +76,8 @@ AfterCrawl = Callable[[Engine, Settings, CrawlRun], object]
 def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, since: datetime | None = None,
           max_models: int | None = None, retry: bool = True, progress: Progress | None = None,
           should_stop: Callable[[], bool] | None = None, after: AfterCrawl | None = None) -> CrawlRun:
-    """Run one crawl and return its stored ``CrawlRun``. Raises ``CrawlBusy`` if one is running.
+    """Run one crawl and return its stored ``CrawlRun``. Raises ``CrawlBusy`` if one is running and
+    ``integrity.StoreCorrupt``, writing nothing, if the store fails SQLite's checks.
     ``after(engine, settings, run)`` runs once the run is stored, unless it is stopping
     (``pipeline.crawl`` passes the after-crawl steps).
 
@@ -85,6 +89,8 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
     Anything else is a bug: recorded as ``failed`` and re-raised.
     """
     scope = scope or Scope()
+    # Integrity first: a damaged file is refused before the lease or anything else is written.
+    integrity.check_writable(engine, WRITTEN_TABLES, budget_s=settings.store_check_budget_s)
     hub_session.configure(settings)
     holder = lease.new_holder()
     if not lease.acquire(engine, LEASE_NAME, holder, settings.crawl_lease_ttl_s):
@@ -157,6 +163,7 @@ def _finish(engine: Engine, run_id: int, job: _Crawl, status: str, error: str | 
             "skipped_by_reason": dict(sorted(job.skipped.items())),
             "retried": job.retried,
             "passes": job.passes,
+            **({"future_dated": job.future_dated} if job.future_dated else {}),
             **extra,
         }
     return run
@@ -187,6 +194,9 @@ class _Crawl:
         self.labels: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
         self.passes: dict[str, dict] = {}
+        # Listed dates past this are stored but move no mark (marks.trusted); one clock per run.
+        self.horizon = utcnow() + timedelta(seconds=settings.crawl_future_tolerance_s)
+        self.future_dated: dict[str, str] = {}  # model id -> the date it was listed with
 
     # -- passes -------------------------------------------------------------------------------
 
@@ -268,8 +278,11 @@ class _Crawl:
             if budget is not None and self.submitted >= budget:
                 walk.out_of_budget = True
                 break
-            walk.top = marks.advance(walk.top, date_of(item))
-            walk.last = date_of(item) or walk.last
+            dated = marks.trusted(date_of(item), self.horizon)
+            if dated is None and date_of(item) is not None:
+                self._future_dated(name, item, date_of(item))
+            walk.top = marks.advance(walk.top, dated)
+            walk.last = dated or walk.last
             self._consider(item, knowledge)
             if self.stopping:
                 break
@@ -281,6 +294,13 @@ class _Crawl:
         if self.stopping:
             raise self.stopping
         return walk
+
+    def _future_dated(self, walk: str, item: Listed, value: datetime) -> None:
+        if item.id not in self.future_dated:
+            log.warning("crawl #%s: %s is listed as %s (%s), after this crawl's clock; stored, but it moves no mark",
+                        self.run_id, str(item.id)[:200], walk, value.isoformat())
+        if len(self.future_dated) < FUTURE_DATED_KEPT:
+            self.future_dated.setdefault(str(item.id)[:200], value.isoformat())
 
     # -- per entry ----------------------------------------------------------------------------
 

@@ -48,7 +48,8 @@ class Scope:
             return "out_of_scope"
         if self.libraries and listed.library_name not in self.libraries:
             return "out_of_scope"
-        if listed.downloads < self.min_downloads:
+        # An unknown count (the listing gave none, or nonsense) does not show the threshold is met.
+        if self.min_downloads > 0 and (listed.downloads is None or listed.downloads < self.min_downloads):
             return "out_of_scope"
         return None
 

@@ -27,7 +27,7 @@ from typing import Any, Literal
 import httpx2
 from huggingface_hub.errors import HfHubHTTPError
 from huggingface_hub.hf_api import ModelInfo
-from huggingface_hub.utils import hf_raise_for_status
+from huggingface_hub.utils import hf_raise_for_status, parse_datetime
 
 from observatory.hub.files import hub_headers
 from observatory.hub.policy import RateLimited, RedirectRefused, same_origin, send
@@ -95,12 +95,38 @@ class Listed:
         }
 
 
+DATE_KEYS = ("createdAt", "lastModified")
+
+
 def from_item(item: dict) -> Listed:
-    """One raw listing item: the lineage fields kept raw, the rest parsed by huggingface_hub."""
+    """One raw listing item: the lineage fields kept raw, the rest parsed by huggingface_hub.
+
+    The item is data, not a contract: a date that does not parse is unknown (huggingface_hub
+    would raise and end the page), and an entry that ``ModelInfo`` cannot read at all is kept as
+    its id alone, which the crawler then skips or fails for that entry only."""
     raw = {key: item.get(key) for key in RAW_KEYS}
     rest = {k: v for k, v in item.items() if k not in RAW_KEYS}
-    return replace(from_model_info(ModelInfo(**{"siblings": None, **rest})),
-                   base_models_raw=raw["baseModels"], safetensors_raw=raw["safetensors"])
+    for key in DATE_KEYS:
+        if key in rest and not _parses_as_date(rest[key]):
+            rest[key] = None
+    try:
+        if not isinstance(rest["id"], str):
+            raise TypeError("the id is not a string")
+        listed = from_model_info(ModelInfo(**{"siblings": None, **rest}))
+    except (TypeError, ValueError, AttributeError, KeyError):
+        listed = Listed(id=str(item["id"]), created_at=None, last_modified=None, sha=None, files=None,
+                        gated="false", downloads=None, likes=None, tags=(), pipeline_tag=None, library_name=None)
+    return replace(listed, base_models_raw=raw["baseModels"], safetensors_raw=raw["safetensors"])
+
+
+def _parses_as_date(value) -> bool:
+    if value is None:
+        return True
+    try:
+        parse_datetime(value)
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return True
 
 
 def from_model_info(info: ModelInfo) -> Listed:
@@ -174,6 +200,8 @@ def _page(settings: Settings, response: httpx2.Response) -> tuple[list[dict], st
         items = response.json()
     except ValueError as exc:
         raise ListingError(f"the listing page is not JSON: {exc}") from None
+    except RecursionError:  # json's recursive decoder on a page of [[[[...]]]]: a broken page, not a bug
+        raise ListingError("the listing page is nested too deeply to be a list of models") from None
     if not isinstance(items, list) or not all(isinstance(i, dict) and "id" in i for i in items):
         raise ListingError("the listing page is not a JSON list of models")
     link = response.links.get("next", {}).get("url")

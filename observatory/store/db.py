@@ -203,9 +203,11 @@ def upgrade(target: Engine | str | None = None) -> None:
 def _at_heads(url: str, config) -> bool:
     from alembic.script import ScriptDirectory
 
+    from observatory.store.history import expected_heads
+
     engine = make_engine(url)
     try:
-        return current_revisions(read_only(engine)) == set(ScriptDirectory.from_config(config).get_heads())
+        return current_revisions(read_only(engine)) == expected_heads(ScriptDirectory.from_config(config))
     finally:
         engine.dispose()
 

@@ -106,6 +106,12 @@ _ROW_COLUMNS = (_M.id, _M.author, _G.model_type, _M.created_at, _G.attention_kin
 _COLUMN_COLUMNS = (sa.func.date(_M.created_at), *_ROW_COLUMNS[4:])
 
 
+def dated_so_far(created_at) -> sa.ColumnElement[bool]:
+    """Models that count in a period: dated, and not after now. A period that has not happened has
+    no trend, and a listing can date a repo in the future (it is stored as listed)."""
+    return sa.and_(created_at.is_not(None), created_at <= utcnow())
+
+
 def trend_rows_query(population: Population, columns=_ROW_COLUMNS) -> sa.Select:
     m, g = _M, _G
     query = (
@@ -113,7 +119,7 @@ def trend_rows_query(population: Population, columns=_ROW_COLUMNS) -> sa.Select:
         .select_from(HubModel.__table__)
         .join(GeometryRow.__table__, g.revision_id == m.current_revision_id)
         .outerjoin(DerivativeStats.__table__, _D.model_id == m.id)
-        .where(m.created_at.is_not(None))
+        .where(dated_so_far(m.created_at))
     )
     if population.min_downloads:
         query = query.where(m.downloads >= population.min_downloads)

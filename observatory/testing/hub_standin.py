@@ -83,6 +83,9 @@ class Repo:
     # readable safetensors). Tests may store any value here, malformed ones included.
     base_models: object = None
     safetensors: object = None
+    # Listing keys served verbatim instead of the repo's own value (a hostile Hub: "createdAt":
+    # "soon", "tags": 7); the repo keeps its place in the order by its real dates.
+    overrides: dict = field(default_factory=dict)
 
     def item(self, keys) -> dict:
         """The listing/model_info JSON for these keys (plus _id and id); as on the Hub, a repo with
@@ -107,6 +110,8 @@ class Repo:
         return {k: parsed[k] for k in ("architectures", "model_type") if isinstance(parsed, dict) and k in parsed}
 
     def _value(self, key: str):
+        if key in self.overrides:
+            return self.overrides[key]
         if key == "config":
             return self._config_subset()
         return {

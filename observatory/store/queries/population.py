@@ -20,7 +20,7 @@ from observatory.core.kvcache import cache_bytes
 from observatory.core.trends import ORIGINALS_MIN_PARAMS
 from observatory.store.ingest import derive
 from observatory.store.tables import ConfigRevision, GeometryRow, HubModel
-from observatory.store.trends import PARAMS
+from observatory.store.trends import PARAMS, dated_so_far
 
 POPULATION = (f"originals: models whose relation is original, not test repositories, with at least "
               f"{ORIGINALS_MIN_PARAMS / 1e9:g}B parameters (disclosed, else estimated from the config), whose current "
@@ -45,7 +45,7 @@ def population_rows(session: Session) -> list[PopulationRow]:
     query = (sa.select(m.id, m.created_at, m.current_revision_id, m.num_parameters, g.kv_bytes_per_token_bf16,
                        g.sliding_layers, g.chunked)
              .join(GeometryRow.__table__, g.revision_id == m.current_revision_id)
-             .where(g.attention_kind != "none", m.created_at.is_not(None),
+             .where(g.attention_kind != "none", dated_so_far(m.created_at),
                     m.relation == "original", m.is_test_repo.is_(sa.false()), PARAMS >= ORIGINALS_MIN_PARAMS)
              .order_by(m.created_at, m.id))
     return [PopulationRow(model_id=r.id, created=_day(r.created_at), revision_id=r.current_revision_id,
