@@ -58,7 +58,7 @@ def _test_hook(raw: dict) -> None:
     elif action == "oom":
         blocks = []
         while True:  # until RLIMIT_AS says no
-            blocks.append(bytearray(1 << 28))
+            blocks.append(bytes(1 << 28))  # calloc: address space, not touched pages
 
 
 def main() -> int:

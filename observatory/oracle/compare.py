@@ -175,11 +175,18 @@ def mismatches(geom: Geometry, reading: Reading) -> tuple[list[str], tuple[str, 
     out: list[str] = []
     used: list[str] = []
     a, b = ours(geom), theirs(reading)
+    runs: list[list] = []  # [first, last, ours, theirs]: consecutive layers that differ alike
     for i in sorted(set(a) | set(b)):
         if a.get(i) != b.get(i):
-            out.append(f"layer {i}: ours {_layer_text(a.get(i))}, transformers {_layer_text(b.get(i))}")
-    if len(out) > 4:  # a systematic difference: the first few layers name it
-        out = [*out[:3], f"... and {len(out) - 3} more layers"]
+            if runs and runs[-1][1] == i - 1 and runs[-1][2:] == [a.get(i), b.get(i)]:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, a.get(i), b.get(i)])
+    for first, last, mine, other in runs[:3]:
+        where = f"layer {first}" if first == last else f"layers {first}–{last}"
+        out.append(f"{where}: ours {_layer_text(mine)}, transformers {_layer_text(other)}")
+    if len(runs) > 3:
+        out.append(f"... and {len(runs) - 3} more runs of layers")
     if geom.kv_layers != len(reading.self_attention):
         out.append(f"KV layers: ours {geom.kv_layers}, transformers {len(reading.self_attention)}")
     if geom.kv_elements_per_token != reading.elements_per_token:
@@ -247,3 +254,41 @@ def parameter_error(estimate_comparable: int | None, oracle_parameters: int | No
     if not estimate_comparable or not oracle_parameters:
         return None
     return estimate_comparable / oracle_parameters - 1
+
+
+def side_by_side(geom: Geometry, reading: Reading | None, our_parameters: int | None = None
+                 ) -> list[tuple[str, str, str]]:
+    """(what, ours, transformers') rows for a printed comparison; per-layer rows group runs of
+    consecutive layers whose pair of readings is the same."""
+    def num(value) -> str:
+        return "—" if value is None else f"{value:,}"
+
+    if reading is None:
+        return []
+    rows = [("query heads", num(geom.num_query_heads), num(reading.query_heads)),
+            ("layers holding a KV cache", num(geom.kv_layers), num(len(reading.self_attention))),
+            ("KV elements per token", num(geom.kv_elements_per_token),
+             "—" if reading.attention_free else num(reading.elements_per_token))]
+    if geom.is_encoder_decoder or reading.cross_attention:
+        rows.append(("cross elements per source token", num(geom.cross_kv_elements_per_source_token),
+                     num(reading.cross_elements_per_source_token)))
+    rows.append(("parameters (base model)", num(our_parameters), num(reading.parameters or None)))
+    a, b = ours(geom), theirs(reading)
+
+    def shape(value: tuple[int, int, int, int] | None, heads_v: int | None = None) -> str:
+        if value is None:
+            return "no cache"
+        k, kd, vd, _ = value
+        return f"{k}×{kd} K, {heads_v if heads_v is not None else k}×{vd} V"
+
+    layers = sorted(set(a) | set(b))
+    runs: list[tuple[int, int, str, str]] = []
+    for i in layers:
+        pair = (shape(a.get(i)), shape(b.get(i), reading.self_attention[i].v_heads if i in b else None))
+        if runs and runs[-1][1] == i - 1 and runs[-1][2:] == pair:
+            runs[-1] = (runs[-1][0], i, *pair)
+        else:
+            runs.append((i, i, *pair))
+    for first, last, mine, theirs_ in runs:
+        rows.append((f"layer {first}" if first == last else f"layers {first}–{last}", mine, theirs_))
+    return rows
