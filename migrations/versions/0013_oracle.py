@@ -8,10 +8,9 @@ elements per token (and per source token), and its parameter count. Empty until 
 Revision ID: 0013_oracle
 Revises: 0011_tp_node
 """
-from alembic import op
 import sqlalchemy as sa
 import sqlmodel.sql.sqltypes
-
+from alembic import op
 
 revision = '0013_oracle'
 down_revision = '0011_tp_node'

@@ -25,7 +25,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from observatory.core.config_dialects import ConfigError
-from observatory.core.geometry import PARSER_VERSION, Geometry, parse_config_text, parse_geometry
+from observatory.core.geometry import (
+    PARSER_VERSION,
+    Geometry,
+    parse_config_text,
+    parse_geometry,
+)
 from observatory.oracle.compare import (
     PROBE_LIMITS,
     Verdict,

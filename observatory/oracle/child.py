@@ -70,7 +70,9 @@ def main() -> int:
     os.dup2(2, 1)  # whatever torch or transformers print lands on stderr, never in the protocol
     sys.stdout = sys.stderr
 
-    from observatory.oracle import probe  # torch and transformers, under the memory limit
+    from observatory.oracle import (
+        probe,  # torch and transformers, under the memory limit
+    )
 
     def say(message: dict) -> None:
         protocol.write(json.dumps(message) + "\n")

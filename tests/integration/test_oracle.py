@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -100,7 +100,7 @@ def test_the_pool_stops_when_asked_and_leaves_no_child(monkeypatch):
 
 
 def _models(engine):
-    now = datetime(2025, 3, 1, tzinfo=timezone.utc)
+    now = datetime(2025, 3, 1, tzinfo=UTC)
     add_model(engine, "good/qwen3", QWEN3, now)
     add_model(engine, "odd/crafted", CRAFTED, now)
     add_model(engine, "remote/glm", REMOTE, now)
