@@ -20,8 +20,10 @@ def oracle() -> None:
               help="Re-read every current config revision, not only those never read or read by another "
                    "transformers version.")
 @click.option("--limit", type=click.IntRange(1, 10**7), default=None, help="At most this many revisions.")
+@click.option("--bundled", is_flag=True,
+              help="Read the bundled config files (catalog/data/configs) instead of the store, and store nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the per-model_type table as JSON.")
-def check_command(every: bool, limit: int | None, as_json: bool) -> None:
+def check_command(every: bool, limit: int | None, bundled: bool, as_json: bool) -> None:
     """Build each due config with transformers on the meta device, in bounded child processes.
 
     Each config gets oracle_time_limit_s and each child oracle_memory_limit_mb (settings); a config
@@ -32,14 +34,18 @@ def check_command(every: bool, limit: int | None, as_json: bool) -> None:
     from observatory.store.queries.oracle import status_table
 
     settings = get_settings()
-    upgrade(settings.resolved_database_url)
-    engine = get_engine(settings)
     done = [0]
 
     def progress(_outcome) -> None:
         done[0] += 1
         if not as_json and done[0] % 25 == 0:
             click.echo(f"  ... {done[0]} read", err=True)
+
+    if bundled:
+        _check_bundled(settings, as_json, progress)
+        return
+    upgrade(settings.resolved_database_url)
+    engine = get_engine(settings)
 
     try:
         report = check(engine, settings, every=every, limit=limit, progress=progress)
@@ -54,6 +60,31 @@ def check_command(every: bool, limit: int | None, as_json: bool) -> None:
         return
     click.echo(report.line())
     click.echo(format_table(table))
+
+
+def _check_bundled(settings, as_json: bool, progress) -> None:
+    from pathlib import Path
+
+    import observatory
+    from observatory.oracle.check import OracleUnavailable, check_files, installed_transformers, table_of
+
+    paths = sorted((Path(observatory.__file__).parent / "catalog" / "data" / "configs").glob("*.json"))
+    try:
+        version = installed_transformers()
+        results = check_files(paths, settings, progress=progress)
+    except OracleUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:
+        raise click.ClickException("interrupted") from None
+    table = table_of(results)
+    if as_json:
+        click.echo(json.dumps({"transformers": version, "files": results, "model_types": table}))
+        return
+    click.echo(f"oracle (transformers {version}) over {len(results)} bundled config files")
+    click.echo(format_table(table))
+    for r in results:
+        if r["status"] in ("disagree", "failed"):
+            click.echo(f"  {r['status']:<9} {r['file']}: {r['reason']}")
 
 
 def format_table(table: list[dict]) -> str:

@@ -216,3 +216,45 @@ def rejudge_stale(engine: Engine) -> int:
     for start in range(0, len(rows), 100):
         _store(engine, rows[start:start + 100])
     return len(rows)
+
+
+def check_files(paths: list, settings: Settings, *, should_stop: Callable[[], bool] = lambda: False,
+                progress: Callable[[Outcome], None] | None = None) -> list[dict]:
+    """The oracle over config files, without the store (the bundled configs, for instance): one
+    {file, model_type, status, reason, differences} per file, in file order. A file our parser
+    refuses is reported with status ``failed`` and our error, since there is nothing to compare."""
+    parsed: dict[int, tuple[str, dict, Geometry]] = {}
+    results: dict[int, dict] = {}
+    jobs = []
+    for i, path in enumerate(paths):
+        text = path.read_bytes()
+        try:
+            raw = json.loads(text)
+            geom = parse_geometry(parse_config_text(text))
+        except (ValueError, ConfigError) as exc:
+            results[i] = {"file": path.name, "model_type": None, "status": "failed",
+                          "reason": f"our parser: {exc}", "differences": []}
+            continue
+        parsed[i] = (path.name, raw, geom)
+        jobs.append((i, raw))
+    for outcome in read_configs(jobs, workers=max(1, settings.oracle_workers),
+                                time_limit_s=settings.oracle_time_limit_s,
+                                memory_limit_bytes=settings.oracle_memory_limit_mb << 20, should_stop=should_stop):
+        name, raw, geom = parsed[outcome.key]
+        verdict = verdict_for(raw, geom, outcome)
+        model_type = raw.get("model_type") if isinstance(raw.get("model_type"), str) else None
+        results[outcome.key] = {"file": name, "model_type": model_type, "status": verdict.status,
+                                "reason": verdict.reason, "differences": list(verdict.differences)}
+        if progress is not None:
+            progress(outcome)
+    return [results[i] for i in sorted(results)]
+
+
+def table_of(results: list[dict]) -> list[dict]:
+    """Per model_type: configs and verdict counts (the shape of ``store.queries.oracle.status_table``)."""
+    table: dict[str | None, Counter] = {}
+    for r in results:
+        table.setdefault(r["model_type"], Counter())[r["status"]] += 1
+    return [{"model_type": t, "configs": sum(c.values()), **{s: c[s] for s in ("agree", "disagree", "unsupported",
+                                                                              "failed")}}
+            for t, c in sorted(table.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))]
