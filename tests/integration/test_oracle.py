@@ -182,3 +182,41 @@ def test_a_crawl_hands_the_oracle_what_arrived(engine, hub, hub_settings):
     assert not thread.is_alive()
     with read_session(engine) as session:
         assert status_counts(session)["agree"] == 2
+
+
+def test_a_disagreement_shows_on_the_model_page_api_methodology_crawl_page_and_alerts(engine, oracle_settings):
+    from fastapi.testclient import TestClient
+
+    from observatory.alerts.evaluate import evaluate
+    from observatory.web.app import create_app
+
+    settings = oracle_settings
+    _models(engine)
+    first = evaluate(engine, settings)  # history is absorbed: nothing about the oracle yet
+    assert not [f for f in first.fired if f["labels"].get("what") == "oracle_disagreement"]
+    check(engine, settings)
+    report = evaluate(engine, settings)
+    fired = [f for f in report.fired if f["labels"].get("what") == "oracle_disagreement"]
+    assert len(fired) == 1 and fired[0]["labels"]["value"].startswith("odd/crafted: ")
+    assert not [f for f in evaluate(engine, settings).fired if f["labels"].get("what") == "oracle_disagreement"]
+
+    with TestClient(create_app(settings)) as client:
+        detail = client.get("/api/v1/models/odd/crafted").json()
+        geometry = detail["geometry"]
+        assert geometry["uncertain"] is True and geometry["oracle"]["status"] == "disagree"
+        assert geometry["oracle"]["elements_per_token"] == 1024 and geometry["kv_elements_per_token"] == 256
+        assert any("reads this config otherwise" in w and "ours 256, transformers 1,024" in w
+                   for w in geometry["warnings"])
+        good = client.get("/api/v1/models/good/qwen3").json()["geometry"]
+        assert good["uncertain"] is False and good["oracle"]["status"] == "agree"
+        page = client.get("/models/odd/crafted").text
+        assert "transformers disagrees" in page and "ours 256, transformers 1,024" in page
+        methodology = client.get("/methodology.json").json()["oracle"]
+        assert methodology["totals"] == {"configs": 4, "agree": 2, "disagree": 1, "unsupported": 1, "failed": 0}
+        assert {d["id"] for d in methodology["differences"]} >= {"mla-latent", "falcon-kv-groups"}
+        lines = client.get("/methodology.csv").text.splitlines()
+        assert lines[0] == "model_type,configs,agree,disagree,unsupported,failed"
+        assert "llama,2,1,1,0,0" in lines
+        assert "oracle-differences" in client.get("/methodology").text
+        crawl = client.get("/crawl.json").json()
+        assert crawl["oracle"]["disagree"] == 1 and crawl["geometry_flags"]["uncertain"] == 1
