@@ -66,7 +66,12 @@ def _check_bundled(settings, as_json: bool, progress) -> None:
     from pathlib import Path
 
     import observatory
-    from observatory.oracle.check import OracleUnavailable, check_files, installed_transformers, table_of
+    from observatory.oracle.check import (
+        OracleUnavailable,
+        check_files,
+        installed_transformers,
+        table_of,
+    )
 
     paths = sorted((Path(observatory.__file__).parent / "catalog" / "data" / "configs").glob("*.json"))
     try:

@@ -79,7 +79,8 @@ def _falcon_groups(raw: dict, geom: Geometry, reading: Reading) -> bool:
     h, k = geom.num_query_heads, geom.num_kv_heads
     return (raw.get("model_type") == "falcon" and bool(raw.get("new_decoder_architecture")) and bool(layers)
             and k is not None and k < (h or 0) and len(layers) == geom.kv_layers
-            and {(c.k_heads, c.k_dim, c.v_heads) for c in layers} == {(h, geom.head_dim, h)}
+            and {(c.k_heads, c.k_dim, c.v_heads, c.v_dim) for c in layers} == {(h, geom.head_dim, h, geom.v_head_dim)}
+            and reading.query_heads == h
             and reading.elements_per_token == geom.kv_elements_per_token * h // k)
 
 
@@ -87,8 +88,9 @@ def _opt_d_model(raw: dict, geom: Geometry, reading: Reading) -> bool:
     layers = list(reading.self_attention.values())
     h = geom.num_query_heads or 0
     return (raw.get("model_type") == "opt" and "d_model" in raw and "hidden_size" not in raw and bool(layers)
-            and h > 0 and len(layers) == geom.kv_layers
-            and {c.k_dim for c in layers} == {768 // h} != {geom.head_dim})
+            and h > 0 and len(layers) == geom.kv_layers and reading.query_heads == h
+            and {(c.k_heads, c.k_dim, c.v_heads, c.v_dim) for c in layers} == {(h, 768 // h, h, 768 // h)}
+            and 768 // h != geom.head_dim)
 
 
 def _encoder_only(raw: dict, geom: Geometry, reading: Reading) -> bool:
@@ -134,7 +136,7 @@ DIFFERENCES: dict[str, Difference] = {d.id: d for d in (
                " builds its 768-wide default, not the model; our reading follows the file",
                _opt_d_model),
     Difference("kind-of-declared-k",
-               "KV heads vary by layer (Gemma-4's global layers): the kind we headline is that of the config's"
+               "KV heads vary by layer (MiMo-V2-Flash: 8 on its sliding layers, 4 declared): the kind we headline is that of the config's"
                " num_key_value_heads layers, not the most common layer's (every layer is still compared)",
                _kind_of_declared_k),
 )}
