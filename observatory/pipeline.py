@@ -64,14 +64,17 @@ def scheduled_oracle(engine: Engine, settings: Settings) -> None:
 
     if not settings.oracle_enabled:
         return
-    try:
-        report = check(engine, settings, limit=settings.oracle_batch, should_stop=stop_requested)
-    except OracleUnavailable as exc:
-        log.info("oracle skipped: %s", exc)
-        return
-    if report.checked or report.rejudged:
-        log.info("%s", report.line())
-        after_oracle(engine, settings, report)
+    while not stop_requested():  # a batch at a time, so the trends catch up between batches
+        try:
+            report = check(engine, settings, limit=settings.oracle_batch, should_stop=stop_requested)
+        except OracleUnavailable as exc:
+            log.info("oracle skipped: %s", exc)
+            return
+        if report.checked or report.rejudged:
+            log.info("%s", report.line())
+            after_oracle(engine, settings, report)
+        if report.stopped or report.due < settings.oracle_batch:
+            return
 
 
 def after_crawl(engine: Engine, settings: Settings, run: CrawlRun) -> dict[str, str]:
