@@ -63,17 +63,10 @@ def check_command(every: bool, limit: int | None, bundled: bool, as_json: bool) 
 
 
 def _check_bundled(settings, as_json: bool, progress) -> None:
-    from pathlib import Path
+    from observatory.catalog.snapshot import CONFIGS_DIR
+    from observatory.oracle.check import OracleUnavailable, check_files, installed_transformers, table_of
 
-    import observatory
-    from observatory.oracle.check import (
-        OracleUnavailable,
-        check_files,
-        installed_transformers,
-        table_of,
-    )
-
-    paths = sorted((Path(observatory.__file__).parent / "catalog" / "data" / "configs").glob("*.json"))
+    paths = sorted(CONFIGS_DIR.glob("*.json"))
     try:
         version = installed_transformers()
         results = check_files(paths, settings, progress=progress)
