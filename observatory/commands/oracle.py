@@ -64,7 +64,12 @@ def check_command(every: bool, limit: int | None, bundled: bool, as_json: bool) 
 
 def _check_bundled(settings, as_json: bool, progress) -> None:
     from observatory.catalog.snapshot import CONFIGS_DIR
-    from observatory.oracle.check import OracleUnavailable, check_files, installed_transformers, table_of
+    from observatory.oracle.check import (
+        OracleUnavailable,
+        check_files,
+        installed_transformers,
+        table_of,
+    )
 
     paths = sorted(CONFIGS_DIR.glob("*.json"))
     try:

@@ -93,7 +93,7 @@ def main() -> int:
             say({"id": job["id"], "status": "failed",
                  "reason": f"memory limit: building it needed more than {_limit_text()}"})
             return EXIT_AFTER_MEMORY_ERROR
-        except Exception as exc:  # a config transformers refuses or cannot run: the reason is the record
+        except Exception as exc:  # noqa: BLE001 - a config transformers refuses or cannot run: the reason is the record
             say({"id": job["id"], "status": "failed", "reason": f"{type(exc).__name__}: {exc}"[:900]})
             continue
         say({"id": job["id"], "status": "read", "reading": reading.to_dict()})

@@ -172,8 +172,8 @@ def mismatches(geom: Geometry, reading: Reading) -> tuple[list[str], tuple[str, 
     if reading.attention_free:
         if (geom.attention_kind, geom.kv_layers, geom.kv_elements_per_token) == ("none", 0, 0):
             return [], ()
-        return [f"attention: ours {geom.attention_kind} with {geom.kv_layers} KV layers, transformers' config class"
-                " has no attention heads"], ()
+        return [(f"attention: ours {geom.attention_kind} with {geom.kv_layers} KV layers, transformers' config"
+                 " class has no attention heads")], ()
     out: list[str] = []
     used: list[str] = []
     a, b = ours(geom), theirs(reading)

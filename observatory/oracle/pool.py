@@ -54,7 +54,7 @@ class _Child:
     """One running child: its pipes, the file its stderr goes to, the transformers version it reported."""
 
     def __init__(self, memory_limit_bytes: int, should_stop: Callable[[], bool]) -> None:
-        self.stderr = tempfile.TemporaryFile()
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the child's lifetime; close() closes it
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
                "TOKENIZERS_PARALLELISM": "false", MEMORY_ENV: str(memory_limit_bytes)}
         self.process = subprocess.Popen(

@@ -31,7 +31,8 @@ pytest.importorskip("transformers", reason="the oracle needs transformers (a pin
 pytestmark = pytest.mark.slow
 
 CONFIGS = Path(observatory.__file__).parent / "catalog" / "data" / "configs"
-QWEN3 = json.loads((CONFIGS / "Qwen__Qwen3-0.6B.json").read_text())
+QWEN3_PATH = CONFIGS / "Qwen__Qwen3-0.6B.json"
+QWEN3 = json.loads(QWEN3_PATH.read_text())
 # Our parser honours n_kv_heads as a llama dialect; transformers' LlamaConfig does not read it and
 # builds K = H: a real disagreement, crafted so it stays one whatever the bundled data holds.
 CRAFTED = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256,
@@ -220,3 +221,23 @@ def test_a_disagreement_shows_on_the_model_page_api_methodology_crawl_page_and_a
         assert "oracle-differences" in client.get("/methodology").text
         crawl = client.get("/crawl.json").json()
         assert crawl["oracle"]["disagree"] == 1 and crawl["geometry_flags"]["uncertain"] == 1
+
+
+def test_inspect_oracle_prints_both_readings_side_by_side(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from observatory.cli import main
+
+    monkeypatch.setenv("OBSERVATORY_ORACLE_ENABLED", "true")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CRAFTED))
+    result = CliRunner().invoke(main, ["inspect", "--oracle", str(path)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert any(line.strip().startswith("oracle") and line.rstrip().endswith(": disagree") for line in lines)
+    assert [line.split()[-2:] for line in lines if line.startswith("    KV elements per token")] == [["256", "1,024"]]
+    assert [" ".join(line.split()[2:]) for line in lines if line.startswith("    layers 0–1 ")] == [
+        "2×32 K, 2×32 V 8×32 K, 8×32 V"]
+    as_json = json.loads(CliRunner().invoke(main, ["inspect", "--json", "--oracle", str(QWEN3_PATH)]).output)
+    assert as_json["oracle"]["status"] == "agree"
+    assert as_json["oracle"]["reading"]["self_attention"][0] == [0, 8, 128, 8, 128]
