@@ -10,6 +10,7 @@ from observatory.commands import crawl as crawl_commands
 from observatory.commands import db as db_commands
 from observatory.commands import errors
 from observatory.commands import inspect as inspect_commands
+from observatory.commands import oracle as oracle_commands
 from observatory.commands import serve as serve_commands
 from observatory.commands import snapshot as snapshot_commands
 from observatory.commands import worker as worker_commands
@@ -36,3 +37,4 @@ main.add_command(crawl_commands.crawl)
 main.add_command(worker_commands.worker)
 main.add_command(bench_commands.bench)
 main.add_command(alerts_commands.alerts)
+main.add_command(oracle_commands.oracle)

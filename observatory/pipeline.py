@@ -32,12 +32,58 @@ def _alerts(engine: Engine, settings: Settings, run: CrawlRun) -> None:
     evaluate_and_deliver(engine, settings, run)
 
 
+def _oracle(engine: Engine, settings: Settings, run: CrawlRun) -> None:
+    """Start transformers' second opinion on what arrived, on a thread of its own: the crawl
+    returns at once, however long (up to its time limit) any config takes."""
+    if settings.oracle_enabled and settings.oracle_workers > 0 and (run.new or run.changed):
+        from observatory.oracle import background
+
+        background.start(engine, settings, after=lambda report: after_oracle(engine, settings, report))
+
+
+def after_oracle(engine: Engine, settings: Settings, report) -> None:
+    """A verdict changed: the trends leave out (or take back) the models it concerns, and the
+    alert rules see new disagreements."""
+    if not (report.checked or report.rejudged):
+        return
+    from observatory.alerts.delivery import deliver_pending
+    from observatory.alerts.evaluate import evaluate
+    from observatory.store.trends import ensure_trends
+
+    ensure_trends(engine)
+    if report.new_disagreements:
+        evaluate(engine, settings)
+        deliver_pending(engine, settings)
+
+
+def scheduled_oracle(engine: Engine, settings: Settings) -> None:
+    """The schedule's oracle job: revisions never read, or read by another transformers version
+    (a new version re-checks everything, ``oracle_batch`` at a time)."""
+    from observatory.oracle.check import OracleUnavailable, check
+    from observatory.scheduler import stop_requested
+
+    if not settings.oracle_enabled:
+        return
+    while not stop_requested():  # a batch at a time, so the trends catch up between batches
+        try:
+            report = check(engine, settings, limit=settings.oracle_batch, should_stop=stop_requested)
+        except OracleUnavailable as exc:
+            log.info("oracle skipped: %s", exc)
+            return
+        if report.checked or report.rejudged:
+            log.info("%s", report.line())
+            after_oracle(engine, settings, report)
+        if report.stopped or report.due < settings.oracle_batch:
+            return
+
+
 def after_crawl(engine: Engine, settings: Settings, run: CrawlRun) -> dict[str, str]:
     """Run every post-crawl step in order; returns {step: "ok" | error text}."""
     steps: list[tuple[str, object]] = [
         # (name, callable(engine, settings, run)), in the order they must run.
         ("trends", _trends),  # before alerts: their rules read the trend points
         ("alerts", _alerts),
+        ("oracle", _oracle),  # starts a thread and returns: never delays the crawl
     ]
     results: dict[str, str] = {}
     for name, step in steps:

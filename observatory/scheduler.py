@@ -73,6 +73,9 @@ JOBS: list[JobSpec] = [
     # Off unless bench_schedule_enabled: a fresh install should not spend its CPUs on benchmarks.
     JobSpec("bench-new-models", "observatory.bench.jobs:bench_new_models",
             lambda s: s.bench_interval_s if s.bench_schedule_enabled else 0, first_delay_s=300, optional=True),
+    # transformers' second opinion on configs never read, or read by another transformers version.
+    JobSpec("oracle", "observatory.pipeline:scheduled_oracle",
+            lambda s: s.oracle_interval_s if s.oracle_enabled and s.oracle_workers > 0 else 0, first_delay_s=60),
     # Webhook/e-mail retries that come due between crawls (each crawl also evaluates and delivers).
     JobSpec("alert-delivery", "observatory.alerts.delivery:scheduled_delivery", lambda s: s.alert_delivery_interval_s,
             first_delay_s=15),

@@ -143,6 +143,16 @@ class Settings(BaseSettings):
     bench_context: int = 4096
     bench_batch: int = 1
     bench_repeats: int = 5
+    # The oracle (observatory/oracle): transformers re-reads every stored config in child processes,
+    # apart from the crawl. Each config gets oracle_time_limit_s; each child oracle_memory_limit_mb of
+    # address space (RLIMIT_AS; torch alone maps ~0.7 GB). A failed config is recorded, never retried
+    # until transformers or the parser changes. 0 workers or interval turns the background runs off.
+    oracle_enabled: bool = True  # after each crawl that stored something, and on the schedule
+    oracle_workers: int = Field(default=1, ge=0, le=16)
+    oracle_time_limit_s: float = Field(default=120.0, gt=0, le=3600)
+    oracle_memory_limit_mb: int = Field(default=4096, ge=1024, le=1 << 20)
+    oracle_interval_s: int = 6 * 3600  # the schedule's sweep for unchecked or stale revisions
+    oracle_batch: int = Field(default=200, ge=1, le=10_000)  # revisions per scheduled or after-crawl run
 
     # JSON API (observatory/web/api_*.py): most rows one CSV export streams; the JSON list
     # pages instead (queries.MAX_PAGE_SIZE rows a page).

@@ -24,7 +24,10 @@ def settings(tmp_path, monkeypatch):
     from observatory.settings import Settings
 
     monkeypatch.setenv("OBSERVATORY_DATA_DIR", str(tmp_path / "data"))
-    return Settings(data_dir=tmp_path / "data", autoload_snapshot=False)
+    # The oracle's children import torch and transformers (seconds of CPU each): only the tests
+    # that are about the oracle turn it on (tests/integration/test_oracle.py).
+    monkeypatch.setenv("OBSERVATORY_ORACLE_ENABLED", "false")
+    return Settings(data_dir=tmp_path / "data", autoload_snapshot=False, oracle_enabled=False)
 
 
 @pytest.fixture

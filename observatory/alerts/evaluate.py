@@ -41,6 +41,7 @@ from observatory.alerts.webhooks import event_payload
 from observatory.core.trends import TrendRow
 from observatory.settings import Settings
 from observatory.store.db import read_session, session_scope
+from observatory.store.oracle_tables import OracleCheck
 from observatory.store.tables import ConfigRevision, GeometryRow, HubModel, utcnow
 from observatory.store.trends import Population, load_trend_rows
 
@@ -82,17 +83,21 @@ def spec_of(rule: AlertRule) -> R.RuleSpec:
 def load_dialect_rows(session: Session) -> list[R.DialectRow]:
     """Every model's current config as the dialect rule sees it (parse failures included)."""
     m, r, g = HubModel.__table__.c, ConfigRevision.__table__.c, GeometryRow.__table__.c
+    o = OracleCheck.__table__.c
     query = (
         sa.select(m.id, m.author, g.model_type, m.downloads, g.attention_kind, g.is_hybrid, g.warnings,
-                  r.parse_error)
+                  r.parse_error, o.reason, o.transformers_version)
         .select_from(HubModel.__table__)
         .join(ConfigRevision.__table__, r.id == m.current_revision_id)
         .outerjoin(GeometryRow.__table__, g.revision_id == r.id)
+        .outerjoin(OracleCheck.__table__, sa.and_(o.revision_id == r.id, o.status == "disagree"))
     )
     return [
         R.DialectRow(model_id=row[0], author=row[1], model_type=row[2], downloads=row[3],
                      attention_kind=row[4], is_hybrid=bool(row[5]), warnings=tuple(row[6] or ()),
-                     parse_error=row[7] if row[4] is None else None)
+                     parse_error=row[7] if row[4] is None else None,
+                     oracle_disagreement=row[8],  # None unless the oracle disagrees
+                     oracle_version=row[9])
         for row in session.execute(query)
     ]
 

@@ -29,7 +29,9 @@ Rule kinds
 ``new_dialect``
     A kind bucket appears for the first time (``watch=kinds``), or a config our parser does not
     fully understand appears (``watch=dialects``): an unknown layer type (reported once per
-    layer-type name) or a config.json that failed to parse (once per model). ``all`` watches both.
+    layer-type name), a config.json that failed to parse (once per model), or a config transformers
+    reads otherwise than we do (``watch=oracle``, or with dialects: once per model and reading, when
+    the oracle's verdict becomes ``disagree``). ``all`` watches every one.
 
 Judging a period
 ----------------
@@ -211,7 +213,8 @@ RULE_KINDS: dict[str, RuleKind] = {
             "new_dialect", "New attention kind or unknown dialect",
             "An attention kind appears for the first time, or configs appear that the parser does not "
             "understand (unknown layer types, configs that fail to parse).",
-            (Param("watch", str, "all", "kinds, dialects or both", choices=("all", "kinds", "dialects")),),
+            (Param("watch", str, "all", "kinds, dialects (with the oracle's disagreements), the oracle's disagreements"
+                   " alone, or all", choices=("all", "kinds", "dialects", "oracle")),),
             stateful=False,
         ),
     )
@@ -312,7 +315,8 @@ class RuleSpec:
             text = f"A release of {who} changed {'G or kind' if p['watch'] == 'any' else p['watch']}"
         else:
             text = {"all": "New attention kind or unknown dialect", "kinds": "New attention kind",
-                    "dialects": "Unknown attention dialect"}[p["watch"]]
+                    "dialects": "Unknown attention dialect",
+                    "oracle": "transformers reads a config otherwise"}[p["watch"]]
         return text + ("" if self.population.key == "originals" else f" [{self.population.key}]")
 
 
@@ -615,6 +619,8 @@ class DialectRow:
     is_hybrid: bool
     warnings: tuple[str, ...]
     parse_error: str | None
+    oracle_disagreement: str | None = None  # the oracle's reason, when it disagrees with the geometry
+    oracle_version: str | None = None  # the transformers version that disagrees
 
 
 _UNKNOWN_LAYER = re.compile(r'unknown layer type "?([^"]{1,80}?)"? counted as')
@@ -642,6 +648,9 @@ def evaluate_dialect_rule(spec: RuleSpec, rows: Sequence[DialectRow]) -> RuleRes
                 by_label[("layer_type", name)].append(r)
             if r.parse_error is not None:
                 by_label[("parse_error", r.model_id)].append(r)
+        if watch in ("all", "dialects", "oracle") and r.oracle_disagreement is not None:
+            # keyed by the reading, so a later different disagreement of the same model is news again
+            by_label[("oracle_disagreement", f"{r.model_id}: {r.oracle_disagreement}"[:400])].append(r)
     findings = []
     for (what, value), members in sorted(by_label.items()):
         models = [{"id": r.model_id, "author": r.author, "model_type": r.model_type, "downloads": r.downloads}
@@ -652,6 +661,9 @@ def evaluate_dialect_rule(spec: RuleSpec, rows: Sequence[DialectRow]) -> RuleRes
         elif what == "layer_type":
             summary = f"Unknown layer type {value!r} in {members[0].model_id}" + (
                 f" and {len(members) - 1} more" if len(members) > 1 else "")
+        elif what == "oracle_disagreement":
+            summary = (f"transformers {members[0].oracle_version or ''} reads the config of {members[0].model_id}"
+                       f" otherwise: {members[0].oracle_disagreement}").replace("transformers  reads", "transformers reads")
         else:
             summary = f"Config of {value} could not be parsed: {members[0].parse_error}"
         details = {
@@ -662,6 +674,9 @@ def evaluate_dialect_rule(spec: RuleSpec, rows: Sequence[DialectRow]) -> RuleRes
         }
         if what == "parse_error":
             details["error"] = members[0].parse_error
+        if what == "oracle_disagreement":
+            details["oracle"] = {"reason": members[0].oracle_disagreement,
+                                 "transformers_version": members[0].oracle_version}
         findings.append(Finding({"what": what, "value": value}, "fire", None, summary[:480], details))
     return RuleResult(findings, judged=True)
 

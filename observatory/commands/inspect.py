@@ -38,31 +38,82 @@ MAX_READ_BYTES = MAX_CONFIG_CHARS * 4  # UTF-8 needs at most 4 bytes a character
               help="Print one JSON object (one per line when several PATHs are given).")
 @click.option("--dtype", type=click.Choice(list(DTYPE_BYTES)), default="bf16", show_default=True,
               help="Element type of the KV cache, for byte figures.")
-def inspect(paths: tuple[str, ...], as_json: bool, dtype: str) -> None:
+@click.option("--oracle", "with_oracle", is_flag=True,
+              help="Also build each config with transformers on the meta device (a child process under the "
+                   "oracle's time and memory limits; never remote code, never a fetch) and print both readings "
+                   "side by side.")
+def inspect(paths: tuple[str, ...], as_json: bool, dtype: str, with_oracle: bool) -> None:
     """Derive attention geometry and KV-cache size from config.json files.
 
     PATH is a config.json file, or - to read one from standard input. Prints the attention kind,
     query heads H, KV heads K, group size G, head dim d, layers, KV bytes per token, the cache at
-    4k/32k/128k tokens (batch 1) next to its MHA counterfactual, and any warnings.
+    4k/32k/128k tokens (batch 1) next to its MHA counterfactual, and any warnings. With --oracle,
+    transformers' reading of the same file beside ours, and the verdict (agree, disagree, ...).
     """
     failed = False
     for path in paths:
         label = "<stdin>" if path == "-" else path
         try:
-            geom = parse_geometry(parse_config_text(_read(path)))
+            text = _read(path)
+            geom = parse_geometry(parse_config_text(text))
         except ConfigError as exc:
             if len(paths) == 1:
                 raise click.ClickException(f"{label}: {exc}") from None
             click.echo(f"Error: {label}: {exc}", err=True)
             failed = True
             continue
+        second = oracle_reading(text, geom) if with_oracle else None
         if as_json:
             report = inspection(geom, dtype) | {"path": label}
+            if second is not None:
+                report["oracle"] = second
             click.echo(_dumps(report) if len(paths) == 1 else json.dumps(report))
         else:
             click.echo(summary(geom, dtype, label))
+            if second is not None:
+                click.echo(oracle_summary(second))
     if failed:
         sys.exit(1)
+
+
+def oracle_reading(text: bytes, geom: Geometry) -> dict[str, Any]:
+    """transformers' reading of one config (one child, the oracle's limits) and the verdict."""
+    from observatory.oracle.check import OracleUnavailable, installed_transformers
+    from observatory.oracle.compare import comparable_estimate, judge, side_by_side
+    from observatory.oracle.pool import read_configs
+    from observatory.settings import get_settings
+
+    raw = json.loads(text)
+    try:
+        installed_transformers()
+    except OracleUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+    settings = get_settings()
+    [outcome] = list(read_configs([(0, raw)], workers=1, time_limit_s=settings.oracle_time_limit_s,
+                                  memory_limit_bytes=settings.oracle_memory_limit_mb << 20))
+    ours_params = comparable_estimate(raw)
+    if outcome.status != "read":
+        return {"status": outcome.status, "reason": outcome.reason, "transformers_version": outcome.transformers,
+                "rows": []}
+    verdict = judge(raw, geom, outcome.reading)
+    return {"status": verdict.status, "reason": verdict.reason, "differences": list(verdict.differences),
+            "transformers_version": outcome.transformers, "reading": outcome.reading.to_dict(),
+            "our_parameters": ours_params,
+            "rows": [list(r) for r in side_by_side(geom, outcome.reading, ours_params)]}
+
+
+def oracle_summary(second: dict[str, Any]) -> str:
+    version = second.get("transformers_version") or "?"
+    verdict = second["status"] + (f" (listed: {', '.join(second['differences'])})" if second.get("differences") else "")
+    lines = [f"  oracle         transformers {version}: {verdict}"]
+    if second.get("reason"):
+        lines.append(f"    {second['reason']}")
+    rows = second.get("rows") or []
+    if rows:
+        width = max(len(r[1]) for r in rows)
+        lines.append(f"    {'':<32} {'ours':<{width}}   transformers")
+        lines += [f"    {what:<32} {mine:<{width}}   {theirs}" for what, mine, theirs in rows]
+    return "\n".join(lines)
 
 
 def inspection(geom: Geometry, dtype: str) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from observatory.core.trends import (
     trend_series,
 )
 from observatory.store.db import batches, read_only, session_scope
+from observatory.store.oracle_tables import OracleCheck, disagrees
 from observatory.store.tables import GeometryRow, HubModel, utcnow
 from observatory.store.trend_tables import DerivativeStats, TrendPointRow
 
@@ -97,10 +98,12 @@ _M, _G = HubModel.__table__.c, GeometryRow.__table__.c
 _D = DerivativeStats.__table__.c
 # Parameters as disclosed (safetensors total, published figure), else the config estimate.
 PARAMS = sa.func.coalesce(_M.num_parameters, _G.params_estimate)
+# Uncertain geometry: an unknown layer type counted as a full layer, or the oracle disagrees with it.
+UNCERTAIN = sa.or_(_G.uncertain, disagrees(_G.revision_id))
 # Own downloads plus the derivatives'; unknown when the model's own count is unknown.
 FAMILY_DOWNLOADS = _M.downloads + sa.func.coalesce(_D.downloads, 0)
 _ROW_COLUMNS = (_M.id, _M.author, _G.model_type, _M.created_at, _G.attention_kind, _G.is_hybrid, _G.group_size,
-                _G.kv_bytes_per_token_bf16, PARAMS, _M.downloads, _G.encoder_only, _G.uncertain, _M.relation,
+                _G.kv_bytes_per_token_bf16, PARAMS, _M.downloads, _G.encoder_only, UNCERTAIN, _M.relation,
                 _M.is_test_repo, FAMILY_DOWNLOADS, _G.kv_tp_max)  # TrendRow's fields, in order
 # date(): "YYYY-MM-DD" text from SQLite, a date from PostgreSQL
 _COLUMN_COLUMNS = (sa.func.date(_M.created_at), *_ROW_COLUMNS[4:])
@@ -257,6 +260,7 @@ def trends_stale(engine: Engine) -> bool:
         changed = [
             conn.execute(sa.select(sa.func.max(HubModel.__table__.c.updated_at))).scalar(),
             conn.execute(sa.select(sa.func.max(GeometryRow.__table__.c.derived_at))).scalar(),
+            conn.execute(sa.select(sa.func.max(OracleCheck.__table__.c.checked_at))).scalar(),  # a verdict changed
         ]
     changed = [c for c in changed if c is not None]
     if not changed:

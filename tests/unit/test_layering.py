@@ -31,10 +31,12 @@ FLOORS: dict[str, set[str]] = {
     "crawler": _DOMAIN | {"hub"},
     "alerts": _DOMAIN | {"hub"},  # webhooks read Retry-After as the Hub client does
     "bench": _DOMAIN | {"catalog", "kernels"},
-    "pipeline": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "scheduler"},
+    "oracle": _DOMAIN,  # transformers in its child processes; reads configs from the store
+    "pipeline": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "oracle", "scheduler"},
     "scheduler": _DOMAIN | {"hub"},  # its jobs are named as "module:function" strings
-    "web": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "pipeline", "scheduler"},
-    "commands": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "kernels", "pipeline", "scheduler", "web"},
+    "web": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "oracle", "pipeline", "scheduler"},
+    "commands": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "kernels", "oracle", "pipeline", "scheduler",
+                          "web"},
     "cli": {"commands"},
 }
 # What a pure core module may import besides the standard library and other core modules.

@@ -8,6 +8,7 @@ from datetime import date
 import sqlalchemy as sa
 from sqlmodel import Session
 
+from observatory.store.oracle_tables import disagrees
 from observatory.store.tables import GeometryRow, HubModel
 
 _M = HubModel.__table__.c
@@ -32,10 +33,10 @@ def store_counts(session: Session) -> dict[str, int]:
 
 def geometry_flags(session: Session) -> dict[str, int]:
     """Current geometries the trends count apart: uncertain ones (an unknown layer type counted as a
-    full KV layer) and encoder-only models."""
+    full KV layer, or one the oracle disagrees with) and encoder-only models."""
     current = (sa.select(sa.func.count()).select_from(HubModel.__table__)
                .join(GeometryRow.__table__, _G.revision_id == _M.current_revision_id))
-    return {"uncertain": session.execute(current.where(_G.uncertain.is_(sa.true()))).scalar_one(),
+    return {"uncertain": session.execute(current.where(sa.or_(_G.uncertain.is_(sa.true()), disagrees(_G.revision_id)))).scalar_one(),
             "encoder_only": session.execute(current.where(_G.encoder_only.is_(sa.true()))).scalar_one()}
 
 

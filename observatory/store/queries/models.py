@@ -46,6 +46,7 @@ from sqlmodel import Session
 
 from observatory.core.geometry import Geometry
 from observatory.store.ingest import Derived, derive
+from observatory.store.queries.oracle import check_of
 from observatory.store.tables import ConfigRevision, GeometryRow, HubModel
 from observatory.store.trend_tables import DerivativeStats
 
@@ -506,6 +507,30 @@ class ProvenanceItem(BaseModel):
         "default: the family's default because the config is silent")
 
 
+class OracleDetail(BaseModel):
+    """transformers' reading of the current config, beside ours (``observatory.oracle``)."""
+
+    status: Literal["agree", "disagree", "unsupported", "failed"] = Field(
+        description="agree; disagree (the geometry is then uncertain: out of trends and headlines); unsupported "
+                    "(remote code, or an architecture transformers lacks); failed (the oracle hung, crashed, ran "
+                    "out of memory or raised: the reason says which)")
+    reason: str | None = Field(description="disagree: every differing value, ours then transformers'; else why")
+    transformers_version: str | None = Field(description="The transformers version that read the config")
+    parser_version: int | None = Field(description="The parser version of the geometry it was compared with")
+    differences: list[str] = Field(description="Deliberate differences (named, tested) the agreement relies on")
+    query_heads: int | None
+    layers: list[list[int]] | None = Field(
+        description="Per cached layer, per generated token: [layer, K heads, K head dim, V heads, V head dim]")
+    cross_layers: list[list[int]] | None = Field(
+        description="Encoder-decoders, per source token: [layer, K heads, K head dim, V heads, V head dim]")
+    elements_per_token: int | None = Field(description="K and V elements one generated token adds, all layers")
+    cross_elements_per_source_token: int | None
+    parameters: int | None = Field(description="Parameters of what transformers built (base model: no LM head, "
+                                               "no vision or audio tower)")
+    our_parameters: int | None = Field(description="Our estimate of that same part, for comparison")
+    checked_at: datetime
+
+
 class GeometryDetail(BaseModel):
     """The current geometry, as stored (and as the trends count it)."""
 
@@ -529,7 +554,8 @@ class GeometryDetail(BaseModel):
     is_encoder_decoder: bool
     cross_kv_elements_per_source_token: int | None = Field(
         description="Encoder-decoders: cross-attention cache elements per source token, all decoder layers")
-    uncertain: bool = Field(description="An unknown layer type was counted as a full KV layer (an upper bound)")
+    uncertain: bool = Field(description="Kept out of trends and headlines: an unknown layer type was counted as a "
+                                        "full KV layer (an upper bound), or transformers reads the config otherwise")
     fingerprint: str | None = Field(description="Architecture fingerprint: identical architectures share it")
     params_estimate: int | None = Field(description="Total parameters estimated from the config")
     active_params_estimate: int | None
@@ -544,6 +570,7 @@ class GeometryDetail(BaseModel):
     layer_kinds: list[str] | None = Field(None, description="Per layer: full, sliding, chunked, linear, ...")
     warnings: list[str]
     provenance: list[ProvenanceItem]
+    oracle: OracleDetail | None = Field(None, description="transformers' reading beside ours; null until it ran")
 
 
 class RevisionInfo(BaseModel):
@@ -686,10 +713,18 @@ def read_model(session: Session, model_id: str) -> StoredModel | None:
     ]
     geometry = None
     if row is not None:
+        check = check_of(session, row.revision_id)
+        oracle = OracleDetail.model_validate(check.model_dump()) if check is not None else None
+        disagrees = oracle is not None and oracle.status == "disagree"
+        values = row.model_dump(exclude={"id", "model_id", "sources"})
+        if disagrees:
+            values["uncertain"] = True
+            values["warnings"] = [*values["warnings"], oracle_warning(oracle)]
         geometry = GeometryDetail(
-            **row.model_dump(exclude={"id", "model_id", "sources"}),
+            **values,
             layer_kinds=list(geom.layer_kinds) if geom is not None else None,
             provenance=_provenance(row, geom),
+            oracle=oracle,
         )
     return StoredModel(
         model=model, row=row, geom=geom,
@@ -699,6 +734,12 @@ def read_model(session: Session, model_id: str) -> StoredModel | None:
         architecture=_architecture(session, model_id, row.fingerprint) if row is not None and row.fingerprint else None,
         derivatives=_derivatives(session, model_id),
     )
+
+
+def oracle_warning(oracle: OracleDetail) -> str:
+    return (f"transformers {oracle.transformers_version or ''} reads this config otherwise: {oracle.reason}; "
+            "the geometry is uncertain and left out of trends and headlines until a rule or a listed difference "
+            "explains it").replace("transformers  reads", "transformers reads")
 
 
 def model_parameters(model: HubModel, row: GeometryRow | None) -> tuple[int | None, int | None]:

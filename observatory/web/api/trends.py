@@ -87,7 +87,8 @@ class TrendPointOut(BaseModel):
                     + ", ".join(ATTENTION_KINDS))
     stack_shares: dict[str, float | None] = Field(description="Stack type among count models: " + ", ".join(STACKS))
     encoder_only: int = Field(description="Encoder-only models of the period (no decode cache; not in count)")
-    uncertain: int = Field(description="Models whose geometry is uncertain (an unknown layer type; not in count)")
+    uncertain: int = Field(description="Models whose geometry is uncertain (an unknown layer type, or transformers"
+                                       " reads the config otherwise; not in count)")
     g_count: int = Field(description="Models with a group size (MHA, MQA, GQA, hybrids)")
     g_p25: float | None
     g_median: float | None

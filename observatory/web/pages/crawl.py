@@ -12,6 +12,7 @@ from observatory.crawler.health import (
     run_to_dict,
 )
 from observatory.store.queries.counts import geometry_flags, store_counts
+from observatory.store.queries.oracle import status_counts
 from observatory.web.deps import request_reader
 from observatory.web.pages.base import page_decorator
 from observatory.web.rendering import csv_response, json_response, render
@@ -31,6 +32,7 @@ def crawl_page(request: Request, fmt: str | None) -> Response:
             "health": crawler_health(session),
             "models": store_counts(session),
             "geometry_flags": geometry_flags(session),
+            "oracle": status_counts(session),  # transformers' verdicts on the current configs
             "runs": [run_to_dict(r) for r in recent_runs(session, 50)],
             "open_failures": [
                 {"model_id": f.model_id, "reason": f.reason, "transient": f.transient, "attempts": f.attempts,

@@ -21,9 +21,11 @@ from observatory.core.trends import (
     THIN_N,
     WEIGHTINGS,
 )
+from observatory.store.queries.oracle import status_table
 from observatory.store.trends import STANDARD_THRESHOLDS
+from observatory.web.deps import request_reader
 from observatory.web.pages.base import page_decorator
-from observatory.web.rendering import json_response, render
+from observatory.web.rendering import csv_response, json_response, render
 
 router = APIRouter(include_in_schema=False)
 page = page_decorator(router)
@@ -76,9 +78,28 @@ async def dataset_download() -> Response:
                     headers={"Content-Disposition": f'attachment; filename="{DATASET_FILENAME}"'})
 
 
-@page("/methodology")
+ORACLE_CSV_COLUMNS = ["model_type", "configs", "agree", "disagree", "unsupported", "failed"]
+
+
+def oracle_data(session) -> dict:
+    """transformers' second opinion: verdicts per model_type of the stored configs, the listed
+    deliberate differences, and the families the probe cannot run."""
+    from observatory.oracle.compare import DIFFERENCES, PROBE_LIMITS
+
+    table = status_table(session)
+    totals = {key: sum(row[key] for row in table) for key in ORACLE_CSV_COLUMNS[1:]}
+    return {"model_types": table, "totals": totals,
+            "differences": [{"id": d.id, "reason": d.reason} for d in DIFFERENCES.values()],
+            "probe_limits": [{"model_type": t, "reason": r} for t, r in sorted(PROBE_LIMITS.items())]}
+
+
+@page("/methodology", formats=("json", "csv"))
 def methodology_page(request: Request, fmt: str | None) -> Response:
-    data = methodology_data()
+    with request_reader(request) as session:
+        data = {**methodology_data(), "oracle": oracle_data(session)}
     if fmt == "json":
         return json_response(data)
-    return render(request, "methodology.html", data, title="Methodology", nav="/methodology")
+    if fmt == "csv":
+        return csv_response(ORACLE_CSV_COLUMNS, data["oracle"]["model_types"], "oracle-by-model-type.csv")
+    return render(request, "methodology.html", data, title="Methodology", nav="/methodology",
+                  formats=("json", "csv"))

@@ -21,6 +21,7 @@ from observatory.store.queries.models import (
     current_derived,
     model_parameters,
     not_found_message,
+    oracle_warning,
 )
 from observatory.store.tables import HubModel
 from observatory.web import chart_specs
@@ -118,6 +119,10 @@ def model_page_data(session: Session, model_id: str, context: int, batch: int, d
     else:
         data["layer_summary"] = {}
     data["bench_results"] = results_for_model(session, model_id)
+    # The oracle's warning (there for the API) is the page's own notice, not a parser warning.
+    oracle = detail.geometry.oracle if detail.geometry is not None else None
+    data["parser_warnings"] = [w for w in (detail.geometry.warnings if detail.geometry is not None else [])
+                               if oracle is None or w != oracle_warning(oracle)]
     return data
 
 

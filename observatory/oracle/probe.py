@@ -1,11 +1,13 @@
 """Ask transformers what a config caches: build the model on torch's meta device (shapes only, no
 weights), run a few tokens through it with transformers' own cache, and record the K/V shape of
-every cache-layer update. Nothing here knows our parser; the test compares the two.
+every cache-layer update. Nothing here knows our parser; ``compare`` sets the two side by side.
+
+The only module of the observatory that imports transformers. It runs in the oracle's child
+process (``child``) and in the tests; never with remote code, never fetching: the config is handed
+over as a dict and built from transformers' own config class.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 import torch
 import transformers
@@ -13,34 +15,16 @@ from transformers import AutoModel, DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import BaseModelOutput
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
+from observatory.oracle.compare import NO_CACHE_TYPES
+from observatory.oracle.reading import LayerCache, Reading
+
 TOKENS = 3  # fewer than any sliding window or chunk, so every cached layer shows its full shape
 SOURCE_TOKENS = 5  # encoder-decoder: length of the (meta) encoder output the decoder attends to
 # SDPA's mask shortcut reads mask values (.item()), which meta tensors do not have; eager attention
 # builds the same cache and never looks at values.
 ATTENTION = "eager"
 DTYPE = torch.bfloat16  # some MoE kernels (grouped_mm) accept only bf16, even on meta
-
-
-@dataclass(frozen=True)
-class LayerCache:
-    """What one cache layer stores per token: heads and head dim of its K and of its V tensor."""
-
-    k_heads: int
-    k_dim: int
-    v_heads: int
-    v_dim: int
-
-    @property
-    def elements(self) -> int:
-        return self.k_heads * self.k_dim + self.v_heads * self.v_dim
-
-
-@dataclass
-class Reading:
-    query_heads: int
-    self_attention: dict[int, LayerCache] = field(default_factory=dict)  # per generated token
-    cross_attention: dict[int, LayerCache] = field(default_factory=dict)  # per source token
-    parameters: int = 0  # the built base model's (no LM head), each shared tensor once
+VERSION = transformers.__version__
 
 
 class RecordingCache(DynamicCache):
@@ -70,6 +54,18 @@ def unbuildable(raw: dict) -> str | None:
         return (f"architecture {architectures[0]} is remote code (auto_map), not transformers' own"
                 f" {model_type} class")
     return None
+
+
+def probe(raw: dict) -> Reading:
+    """The oracle's reading of ``raw`` (call ``unbuildable`` first): cache shapes and parameters,
+    or, for families without attention or without a cache, what the config class says."""
+    config = CONFIG_MAPPING[raw["model_type"]].from_dict(raw)
+    text = config.get_text_config(decoder=True)
+    if not hasattr(text, "num_attention_heads") and not hasattr(text, "num_key_value_heads"):
+        return Reading(query_heads=None, parameters=base_model_parameters(raw), attention_free=True)
+    if raw["model_type"] in NO_CACHE_TYPES:
+        return Reading(query_heads=text.num_attention_heads, parameters=base_model_parameters(raw))
+    return read(raw)
 
 
 def read(raw: dict) -> Reading:
