@@ -27,7 +27,7 @@ install-test: $(BIN)/python
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q --no-install-recommends chromium; \
-	  else echo "chromium missing: sudo apt-get install --no-install-recommends chromium (browser tests will be skipped)"; fi; }
+	  else echo "chromium missing: sudo apt-get install --no-install-recommends chromium; browser tests will be skipped"; fi; }
 
 serve: install
 	$(BIN)/observatory serve

@@ -15,7 +15,7 @@ def test_browser_target_installs_chromium_alone():
     recipe = subprocess.run(
         ["make", "-n", "-C", str(ROOT), "browser"], capture_output=True, text=True, timeout=30, check=True
     ).stdout
-    installs = [line for line in re.findall(r"apt-get[^;&|]*", recipe) if " install" in line]
+    installs = [line for line in re.findall(r"apt-get[^;&|\"]*", recipe) if " install" in line]
     assert installs, recipe
     for line in installs:
         assert "--no-install-recommends" in line, line
