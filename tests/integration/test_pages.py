@@ -270,17 +270,23 @@ def test_models_csv_same_query_and_stream(client):
     assert len(everything) == len(client.get("/models.json?kind=GQA&size=500").json()["rows"]) > 7
 
 
-@pytest.mark.parametrize("query, message", [
-    ("kind=XYZ", "kind"), ("g_min=abc", "g_min"), ("g_min=9&g_max=2", "g_min"), ("size=0", "size"),
-    ("next=not-a-token", "next"), ("created_from=2025-13-01", "created_from"),
+@pytest.mark.parametrize("query, message, status", [
+    ("kind=XYZ", "kind", 422), ("g_min=abc", "g_min", 422), ("g_min=9&g_max=2", "g_min", 422),
+    ("size=0", "size", 422), ("size=9999", "size", 422), ("next=not-a-token", "next", 400),
+    ("created_from=2025-13-01", "created_from", 422), ("limit=5", "limit", 400),
 ])
-def test_models_bad_parameters(client, query, message):
+def test_models_bad_parameters(client, query, message, status):
+    # A value out of range is a 422 and an unknown name (or an unreadable token) a 400, on the
+    # page, its twins and /api/v1 alike, as the README says.
     html = client.get(f"/models?{query}")
-    assert html.status_code == 400 and html.headers["content-type"].startswith("text/html")
-    assert message in html.text and "Bad request" in html.text
-    body = client.get(f"/models.json?{query}")
-    assert body.status_code == 400
-    assert body.json()["ok"] is False and message in body.json()["error"]
+    assert html.status_code == status and html.headers["content-type"].startswith("text/html")
+    assert message in html.text
+    assert ("Invalid parameter" if status == 422 else "Bad request") in html.text
+    for url in (f"/models.json?{query}", f"/models.csv?{query}", f"/api/v1/models?{query}"):
+        body = client.get(url)
+        assert body.status_code == status, url
+        assert body.json()["ok"] is False and message in body.json()["error"], url
+        assert "_stream" not in body.json()["error"], url  # the page's own link parameter is not offered
 
 
 # ---- trends and home ------------------------------------------------------------------------
@@ -330,8 +336,9 @@ def test_trends_population_filters(client):
 @pytest.mark.parametrize("query", ["period=year", "weighting=likes", "min_downloads=-1", "since=2025-02-30",
                                    "since=2025-01-01&until=2024-01-01"])
 def test_trends_bad_parameters(client, query):
-    assert client.get(f"/trends?{query}").status_code == 400
-    assert client.get(f"/trends.json?{query}").json()["status"] == 400
+    assert client.get(f"/trends?{query}").status_code == 422
+    for url in (f"/trends.json?{query}", f"/trends.csv?{query}", f"/api/v1/trends?{query}"):
+        assert client.get(url).json()["status"] == 422, url
 
 
 def test_home_headlines(client):
@@ -417,11 +424,11 @@ def test_model_page_sections(client):
     assert "kv_lora_rank + qk_rope_head_dim" in mla
 
 
-@pytest.mark.parametrize("query, status", [("context=0", 400), ("context=abc", 400), ("batch=100000", 400),
-                                           ("dtype=fp4", 400)])
+@pytest.mark.parametrize("query, status", [("context=0", 422), ("context=abc", 422), ("batch=100000", 422),
+                                           ("dtype=fp4", 422), ("ctx=4096", 400)])
 def test_model_page_bad_calculator_input(client, query, status):
     r = client.get(f"/models/{LLAMA2_70B}?{query}")
-    assert r.status_code == status and "Bad request" in r.text
+    assert r.status_code == status and ("Invalid parameter" if status == 422 else "Bad request") in r.text
     assert client.get(f"/models/{LLAMA2_70B}.json?{query}").json()["status"] == status
 
 
