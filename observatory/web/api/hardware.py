@@ -7,6 +7,7 @@ from datetime import date
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from observatory.catalog import hardware
@@ -223,3 +224,9 @@ def hardware_capacity(session: ReadSessionDep,
     if format == "csv":
         return csv_response(CAPACITY_CSV_COLUMNS, capacity_csv_rows(data), "hardware-capacity.csv")
     return model_response(CapacityResponse(**data))
+
+
+@router.get("/hardware-capacity.csv", response_class=Response, response_model=None, responses=CSV_RESPONSE,
+            summary="Sequences and chips per device, as CSV")
+def hardware_capacity_csv(session: ReadSessionDep) -> Response:
+    return hardware_capacity(session, "csv")
