@@ -392,7 +392,7 @@ def test_model_page_kv_calculator_server_side(client):
     assert 'id="kv-gb">671 MB<' in html and "8.00× smaller than MHA" in html
     kv = json.loads(scan(html).json_blocks["kv-data"])
     assert kv["terms"] == [{"elements_per_token": 80 * 2 * 8 * 128, "cap": None}]
-    assert kv["params"] == {"context": 2048, "batch": 1, "dtype": "fp16"}
+    assert kv["params"] == {"context": 2048, "batch": 1, "dtype": "fp16", "source": None}
 
 
 def test_model_twin_has_geometry_provenance_history_and_roofline(client):
@@ -430,6 +430,24 @@ def test_model_page_bad_calculator_input(client, query, status):
     r = client.get(f"/models/{LLAMA2_70B}?{query}")
     assert r.status_code == status and ("Invalid parameter" if status == 422 else "Bad request") in r.text
     assert client.get(f"/models/{LLAMA2_70B}.json?{query}").json()["status"] == status
+
+
+def test_encoder_decoder_page_shows_the_cross_attention_cache(client):
+    """Issue 23: mT5's page, calculator and twin carry the cross-attention cache the API has."""
+    model = "google/mt5-base"
+    per_source = client.get(f"/api/v1/models/{model}").json()["geometry"]["cross_kv_elements_per_source_token"]
+    assert per_source == 12 * 2 * 12 * 64  # decoder layers x (K and V) x heads x head dim
+    twin = client.get(f"/models/{model}.json?context=1000&source=300&batch=2&dtype=fp8").json()["calculator"]
+    assert twin["cross_elements_per_source_token"] == per_source
+    assert twin["cross_bytes_per_source_token"] == per_source  # fp8: one byte an element
+    assert twin["cross_bytes"] == per_source * 300 * 2 and twin["params"]["source"] == 300
+    html = client.get(f"/models/{model}?source=300").text
+    assert "cross-attention cache per source token, bf16" in html and f"{per_source:,} elements" in html
+    assert 'name="source"' in html and "Cross-attention (encoder side)" in html
+    # a decoder-only model has no cross-attention and no source input
+    plain = client.get(f"/models/{LLAMA2_70B}").text
+    assert 'name="source"' not in plain and "Cross-attention (encoder side)" not in plain
+    assert client.get(f"/models/{LLAMA2_70B}.json").json()["calculator"]["cross_bytes"] is None
 
 
 def test_model_page_missing_and_invalid(client):
