@@ -507,3 +507,18 @@ def test_static_assets_are_vendored(client):
         assert url.startswith("/static/"), url  # no CDN: the site works offline
         r = client.get(url)
         assert r.status_code == 200 and len(r.content) > 100, url
+
+
+def test_wording_a_reader_can_follow(client):
+    """Issue 23: no internal tracker cited, no schedule that is off by default promised, and the
+    hardware page's "newest models" dated by the store's last release, not called today's."""
+    claims = client.get("/claims").text
+    assert "issue 15" not in claims and "issue 24" not in claims and "observatory's seed" not in claims
+    benchmarks = client.get("/benchmarks").text
+    assert "let the schedule benchmark" not in benchmarks
+    if "No results yet" in benchmarks:
+        assert "Scheduled benchmarks are off (the default)" in benchmarks
+        assert "OBSERVATORY_BENCH_SCHEDULE_ENABLED=true" in benchmarks
+    hardware = client.get("/hardware").text
+    assert "today's new models" not in hardware and "today&#39;s new models" not in hardware
+    assert "the newest release date in the store, not today" in hardware
