@@ -177,3 +177,17 @@ def test_every_api_resource_with_a_csv_form_has_its_csv_twin(app_and_client):
     assert body["error"].startswith("no CSV twin at /api/v1/hardware.csv")
     assert all(f"{path}.csv" in body["error"] for path in with_format)
     assert "every route is listed in /api/v1/openapi.json" in client.get("/api/v1/nothing").json()["error"]
+
+
+def test_api_reference_page_carries_its_openapi_document(app_and_client):
+    """Issue 23: the reference page renders from the document it carries (no "LOADING" while a
+    second request builds it), and its header line has a stylesheet of its own."""
+    import json
+    import re
+
+    _app, client = app_and_client
+    page = client.get("/api/v1/docs").text
+    embedded = re.search(r'<script type="application/json" id="openapi-spec">(.*?)</script>', page, re.S)
+    assert embedded and json.loads(embedded.group(1)) == client.get("/api/v1/openapi.json").json()
+    assert 'href="/static/api-docs.css"' in page
+    assert "font:" in client.get("/static/api-docs.css").text
