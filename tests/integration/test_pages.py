@@ -522,3 +522,28 @@ def test_wording_a_reader_can_follow(client):
     hardware = client.get("/hardware").text
     assert "today's new models" not in hardware and "today&#39;s new models" not in hardware
     assert "the newest release date in the store, not today" in hardware
+
+
+@pytest.mark.parametrize("query", ["period=quarter", "population=all&period=quarter", "population=derivatives&period=quarter"])
+def test_every_population_a_page_names_counts_the_models_of_the_api_series(client, query):
+    """Issue 23: one population per statement. Each figure that says how many models it rests on
+    counts the models of the trend series it sits beside, as /api/v1/trends counts them (encoder-only
+    and uncertain geometries counted apart, in no statistic and no chart)."""
+    points = client.get(f"/api/v1/trends?{query}&weighting=count").json()["points"]
+    counted, with_g, with_kv = (sum(p[key] for p in points) for key in ("count", "g_count", "kv_count"))
+    assert counted > with_g > 0 and with_kv > 0
+    note = f"the {with_g:,} with a G of the {counted:,} counted models"
+    trends = client.get(f"/trends?{query}").text
+    assert note in trends
+    twin = client.get(f"/trends.json?{query}").json()["plotted_models"]
+    assert twin["total"] == counted and sum(1 for r in twin["rows"] if r["group_size"] is not None) == with_g
+    if query != "period=quarter":
+        return
+    # The home page, /prices and /hardware speak of the default population: the originals by quarter.
+    assert note in client.get("/").text
+    kv_panel = client.get("/api/v1/prices").json()["kv_per_token"]
+    assert kv_panel["models"] == with_kv == sum(p["n"] for p in kv_panel["points"])
+    assert f"({with_kv} models)" in client.get("/prices").text
+    capacity = client.get("/api/v1/hardware-capacity").json()
+    assert capacity["models"] + capacity["skipped_without_cache"] == with_kv
+    assert f"{capacity['models']:,} models with a per-token cache" in client.get("/hardware").text

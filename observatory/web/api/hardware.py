@@ -192,8 +192,9 @@ class CapacityResponse(BaseModel):
     window_days: int
     today: date | None = Field(description="Creation day of the newest model in the population")
     population: str
-    models: int = Field(description="Models with a parameter count and a per-token cache")
-    skipped_without_parameters: int
+    models: int = Field(description="Models of the population with a per-token cache, all sized")
+    parameters_estimated: int = Field(description="Of them, models whose parameters are estimated from the config "
+                                                  "(no disclosed count), as the population's 1B floor counts them")
     skipped_without_cache: int
     weights_bytes_per_parameter: int
     rows: list[CapacityRow]
