@@ -241,6 +241,17 @@
 
   // ---- chart builders ---------------------------------------------------------------
 
+  // Chart.js paints a bar series' swatch with its first bar's colour, the pale one when the
+  // first period is thin: the legend would name a colour no full bar has.
+  function solidSwatches(chart) {
+    var items = window.Chart.defaults.plugins.legend.labels.generateLabels(chart);
+    items.forEach(function (item) {
+      var ds = chart.data.datasets[item.datasetIndex];
+      if (ds && ds.$colour) item.fillStyle = ds.$colour;
+    });
+    return items;
+  }
+
   function shareChart(spec) {
     var pct = formatter("share");
     var thin = spec.thin || [];
@@ -258,6 +269,7 @@
             borderColor: "#ffffff",
             borderWidth: 0.5,
             stack: "share",
+            $colour: c, // the series' colour: its legend swatch, whatever the first bar is
           };
         }),
       },
@@ -267,6 +279,7 @@
           y: Object.assign(axis({ unit: "share", title: spec.y_title }, "y"), { stacked: true, min: 0, max: 1 }),
         },
         plugins: {
+          legend: { labels: { generateLabels: solidSwatches } },
           tooltip: {
             mode: "index",
             callbacks: {
