@@ -163,15 +163,19 @@ STRAY_SWATCHES = """() => {
     chart.legend.legendItems.forEach(item => {
       const ds = chart.data.datasets[item.datasetIndex];
       if (!ds) return;
+      // what the reader sees of a series: its fills (bars, points, bands) and, for a line, its stroke;
+      // a bar's white separating border names no series
       const drawn = new Set();
-      [ds.backgroundColor, ds.borderColor, ds.pointBackgroundColor, ds.pointBorderColor].forEach(v => {
+      const marks = [ds.backgroundColor, ds.pointBackgroundColor];
+      if (ds.showLine) marks.push(ds.borderColor);
+      marks.forEach(v => {
         if (Array.isArray(v)) {
           v.forEach((c, j) => { if (!thin[j] || thin.every(Boolean)) drawn.add(norm(c)); });
         } else if (typeof v === 'string') { drawn.add(norm(v)); }
       });
-      const swatch = [item.fillStyle, item.strokeStyle].filter(c => typeof c === 'string').map(norm);
-      if (!swatch.some(c => drawn.has(c))) {
-        out.push(canvas.getAttribute('data-chart') + ': "' + item.text + '" ' + swatch.join('/') + ' not in ' + [...drawn].join(','));
+      const swatch = typeof item.fillStyle === 'string' ? norm(item.fillStyle) : String(item.fillStyle);
+      if (!drawn.has(swatch)) {
+        out.push(canvas.getAttribute('data-chart') + ': "' + item.text + '" ' + swatch + ' not in ' + [...drawn].join(','));
       }
     });
   });

@@ -241,8 +241,8 @@
 
   // ---- chart builders ---------------------------------------------------------------
 
-  // Chart.js paints a bar series' swatch with its first bar's colour, the pale one when the
-  // first period is thin: the legend would name a colour no full bar has.
+  // Chart.js paints a series' swatch with its first mark's colour: the pale bar or the hollow
+  // point when the first period is thin, a colour no full mark of the series has.
   function solidSwatches(chart) {
     var items = window.Chart.defaults.plugins.legend.labels.generateLabels(chart);
     items.forEach(function (item) {
@@ -343,6 +343,7 @@
         ds.pointRadius = 0;
         ds.pointHoverRadius = 0;
       }
+      ds.$colour = ds.backgroundColor; // the swatch: a full mark's fill, never a thin (hollow) one's
       return ds;
     });
     return {
@@ -356,6 +357,7 @@
               // bands are explained by the series they surround; keep the legend short
               filter: function (item, data) { return !data.datasets[item.datasetIndex].label.startsWith("_"); },
               usePointStyle: !!spec.legend_shapes, // where shape, not only colour, tells series apart
+              generateLabels: solidSwatches,
             },
           },
           tooltip: {
