@@ -29,9 +29,8 @@ def evaluate_command(as_json: bool) -> None:
 
     Nothing is sent here: run `observatory alerts deliver` (the scheduler does it too).
     """
-    from observatory.alerts.evaluate import evaluate
-
     from observatory.alerts.email import base_url
+    from observatory.alerts.evaluate import evaluate
 
     engine, settings = _store()
     report = evaluate(engine, settings).as_dict()

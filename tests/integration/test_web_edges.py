@@ -187,7 +187,7 @@ def test_api_reference_page_carries_its_openapi_document(app_and_client):
 
     _app, client = app_and_client
     page = client.get("/api/v1/docs").text
-    embedded = re.search(r'<script type="application/json" id="openapi-spec">(.*?)</script>', page, re.S)
+    embedded = re.search(r'<script type="application/json" id="openapi-spec">(.*?)</script>', page, re.DOTALL)
     assert embedded and json.loads(embedded.group(1)) == client.get("/api/v1/openapi.json").json()
     assert 'href="/static/api-docs.css"' in page
     assert "font:" in client.get("/static/api-docs.css").text

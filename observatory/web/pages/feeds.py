@@ -7,7 +7,7 @@ newest entry, and conditional GETs get 304 (``alerts.feeds`` builds the entries 
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from email.utils import format_datetime, parsedate_to_datetime
 
 from fastapi import APIRouter, Request
@@ -66,7 +66,7 @@ def _feed(request: Request, key: str, title: str, alternate: str, entries: list[
 def public_feed(request: Request, session: ReadSessionDep, settings: SettingsDep) -> Response:
     entries = [event_entry(e) for e in public_events(session)]
     # With no alert yet, the feed has held nothing since its newest rule was created.
-    began = session.exec(select(func.max(AlertRule.created_at))).one() or datetime.now(timezone.utc)
+    began = session.exec(select(func.max(AlertRule.created_at))).one() or datetime.now(UTC)
     return _feed(request, "gqa-observatory:alerts", "GQA Observatory alerts", "/alerts", entries,
                  request_base(request, settings), began)
 
