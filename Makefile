@@ -22,11 +22,12 @@ install-test: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[test]'
 
-# Browser tests drive Debian's chromium (never a downloaded browser).
+# Browser tests drive Debian's chromium (never a downloaded browser). Only chromium and what it
+# depends on: recommends (udev, upower, ...) would drag systemd along, and nothing else is upgraded.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
-	  else echo "chromium missing: sudo apt-get install chromium (browser tests will be skipped)"; fi; }
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q --no-install-recommends chromium; \
+	  else echo "chromium missing: sudo apt-get install --no-install-recommends chromium; browser tests will be skipped"; fi; }
 
 serve: install
 	$(BIN)/observatory serve

@@ -32,7 +32,6 @@ from observatory.alerts.tables import (
 FEED_ENTRIES = 50
 MEDIA_TYPE = "application/atom+xml"
 _NAMESPACE = uuid.UUID("7b0c4a52-3d1e-5d6c-9a61-3f1f2f7b8e10")  # fixed: entry ids must never change
-EPOCH = datetime(2020, 1, 1, tzinfo=timezone.utc)
 
 @dataclass(frozen=True)
 class FeedEntry:
@@ -71,14 +70,21 @@ def notice_entry(notice: SubscriptionNotice) -> FeedEntry:
                      aware(notice.created_at), None)
 
 
-def build_feed(*, key: str, title: str, self_url: str, alternate_url: str, entries: list[FeedEntry]) -> bytes:
+def feed_updated(entries: list[FeedEntry], began: datetime) -> datetime:
+    """Atom's ``updated``: the newest entry, or for a feed with none, when it began (``began``:
+    a subscription's creation, the newest rule's for the public feed), never a made-up date."""
+    return max((e.updated for e in entries), default=aware(began))
+
+
+def build_feed(*, key: str, title: str, self_url: str, alternate_url: str, entries: list[FeedEntry],
+               began: datetime) -> bytes:
     fg = FeedGenerator()
     fg.id(entry_id(key))
     fg.title(title)
     fg.author({"name": "GQA Observatory"})
     fg.link(href=self_url, rel="self", type=MEDIA_TYPE)
     fg.link(href=alternate_url, rel="alternate", type="text/html")
-    fg.updated(max((e.updated for e in entries), default=EPOCH))
+    fg.updated(feed_updated(entries, began))
     for e in sorted(entries, key=lambda e: (e.updated, e.key), reverse=True):
         fe = fg.add_entry(order="append")
         fe.id(entry_id(e.key))

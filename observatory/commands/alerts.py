@@ -33,10 +33,16 @@ def evaluate_command(as_json: bool) -> None:
 
     Nothing is sent here: run `observatory alerts deliver` (the scheduler does it too).
     """
+    from observatory.alerts.email import base_url
     from observatory.alerts.evaluate import evaluate
 
     engine, settings = _store()
     report = evaluate(engine, settings).as_dict()
+    if not settings.base_url:
+        # Links in alerts, feeds and e-mails are built here, away from any request: without a
+        # public URL they name the local serve address, which a subscriber elsewhere cannot open.
+        click.echo(f"note: alert links point at {base_url(settings)}; set OBSERVATORY_BASE_URL to the site's "
+                   "public URL", err=True)
     if as_json:
         click.echo(json.dumps(report, sort_keys=True))
         return

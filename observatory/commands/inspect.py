@@ -177,7 +177,10 @@ def _cache_lines(geom: Geometry, dtype: str) -> list[str]:
     for name, tokens in CONTEXTS.items():
         actual, mha = cache_bytes(geom, tokens, 1, dtype), cache_bytes(counter, tokens, 1, dtype)
         saving = f"{mha / actual:>7.1f}x" if actual else f"{'—':>8}"
-        lines.append(f"    {name:>8} {_size(actual):>12} {_size(mha):>12} {saving}")
+        # as the model page marks them: a context the model was not built for is arithmetic only
+        beyond = (f"  beyond max context ({geom.max_position_embeddings:,})"
+                  if geom.max_position_embeddings and tokens > geom.max_position_embeddings else "")
+        lines.append(f"    {name:>8} {_size(actual):>12} {_size(mha):>12} {saving}{beyond}")
     return lines
 
 

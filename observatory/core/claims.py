@@ -445,7 +445,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("llama2-70b-kv-2048", "Llama 2 70B's KV cache at 2,048 tokens",
           "Llama 2 70B's KV cache at 2,048 tokens is 2.68 GB with multi-head attention and 0.33 GB with "
           "grouped-query attention.",
-          Source("A widely repeated textbook example", None, "quoted in the observatory's issue 15",
+          Source("A widely repeated textbook example", None, "as it circulates, without a primary source",
                  "The original publication was not located in our sources; the figures are checked as quoted."),
           (LLAMA2_70B,), _llama2_70b_2048),
     Claim("deepseek-v2-kv-93", "DeepSeek-V2's \"93.3% smaller KV cache\"",
@@ -457,7 +457,7 @@ CLAIMS: tuple[Claim, ...] = (
           (DEEPSEEK_V2, DEEPSEEK_67B), _deepseek_v2),
     Claim("trtllm-gqa-70b-throughput", "TensorRT-LLM: +30-50% throughput from GQA at 8k",
           "A 70B GQA model delivers 30-50% more throughput than its MHA twin at 8k context and large batch on H100.",
-          Source("TensorRT-LLM launch material, as quoted in the observatory's issue 15", None, "",
+          Source("TensorRT-LLM launch material, as commonly quoted", None, "",
                  "The primary page was not located in our sources; the claim is checked as quoted."),
           (LLAMA2_70B,), _trtllm_gqa, devices=(H100,), measurable=True),
     Claim("hf-llama31-kv-128k", "Hugging Face's Llama 3.1 KV-cache table",
@@ -482,7 +482,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("tp-kv-heads", "\"TP cannot split across KV heads\"",
           "Tensor parallelism cannot be split across the KV-head dimension, and strategy tools must take it into "
           "account.",
-          Source("The observatory's seed, as quoted in issue 24", None, "",
+          Source("A common statement about tensor-parallel deployment, quoted without a primary source", None, "",
                  "Checked against vLLM's and Megatron-LM's sharding rules (core.deployment); tests/unit/"
                  "test_deployment.py quotes each rule's source line."),
           (LLAMA3_70B, STARCODER, DEEPSEEK_V3), _tp_kv_heads),

@@ -111,6 +111,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         from observatory.alerts.evaluate import evaluate_at_start
 
         evaluate_at_start(engine, settings)  # /alerts shows the rules and their state from the first view
+        from observatory.web.api.docs import warm_openapi
+
+        warm_openapi(app)
         yield
 
     app = FastAPI(

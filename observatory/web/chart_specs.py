@@ -351,7 +351,7 @@ def sequences_beside_weights(rows: Sequence[dict], context: int) -> dict:
     """Per device by release date: median sequences of ``context`` tokens beside the weights."""
     series = []
     for key, label, colour in (("at_release", "models new at the device's release", "series:1"),
-                               ("today", "today's new models", "series:2")):
+                               ("today", "the newest models (the year before the last release date)", "series:2")):
         series.append({"label": label, "style": "points", "colour": colour, "point_radius": 5,
                        "shape": "circle" if key == "at_release" else "rectRot",
                        "points": [{"x": epoch_ms(date.fromisoformat(str(r["released"])[:10])), "y": r[key]["median"],

@@ -70,6 +70,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        if exc.status_code == 404 and detail == "Not Found":  # no route matched: say what exists
+            detail = unmatched_message(request)
         headers = getattr(exc, "headers", None)
         if exc.status_code == 405 and (methods := allowed_methods(request)):
             headers = {**(headers or {}), "Allow": ", ".join(methods)}
@@ -88,3 +90,16 @@ def allowed_methods(request: Request) -> list[str]:
         if route.methods and route.path_regex.match(path):
             methods |= route.methods
     return sorted(methods)
+
+
+def unmatched_message(request: Request) -> str:
+    """A 404 for a path no route serves, naming where to look: under /api/v1 the OpenAPI
+    document, and for a ``.csv`` every CSV twin the API has."""
+    path = get_route_path(request.scope)
+    if not path.startswith("/api/v1/"):
+        return f"no page at {path[:120]}"
+    if path.endswith(".csv"):
+        twins = sorted({route.path for route in iter_route_contexts(request.app.routes)
+                        if route.path.startswith("/api/v1/") and route.path.endswith(".csv")})
+        return f"no CSV twin at {path[:120]}; the API's CSV twins: {', '.join(twins)}"
+    return f"no API route at {path[:120]}; every route is listed in /api/v1/openapi.json"

@@ -14,6 +14,7 @@ import io
 import math
 from collections.abc import Iterable
 from datetime import date, datetime, timezone
+from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -75,7 +76,10 @@ def _scaled(value: float, base: int, units: tuple[str, ...]) -> str:
         value /= base
         i += 1
     digits = 0 if value >= 100 or i == 0 else 1 if value >= 10 else 2
-    return f"{value:,.{digits}f} {units[i]}"
+    # Halves round away from zero, as Intl.NumberFormat does in the scripts: Python's format
+    # rounds them to even, and a page said 153 GiB above a table saying 152 GiB (152.5 GiB).
+    rounded = Decimal(value).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return f"{rounded:,.{digits}f} {units[i]}"
 
 
 def fmt_bytes(value: float | None) -> str:

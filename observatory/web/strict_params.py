@@ -29,10 +29,11 @@ def unknown_message(unknown: list[str], allowed: Iterable[str]) -> str:
             f" allowed: {', '.join(sorted(allowed)) or 'none'}")
 
 
-def reject_unknown(request: Request, allowed: Iterable[str]) -> None:
-    """Raise a 400 ``ApiError`` if the query string names anything outside ``allowed``."""
+def reject_unknown(request: Request, allowed: Iterable[str], hidden: Iterable[str] = ()) -> None:
+    """Raise a 400 ``ApiError`` if the query string names anything outside ``allowed`` and
+    ``hidden`` (names a page's own links set; accepted, but never offered in the message)."""
     allowed = list(allowed)
-    unknown = unknown_names(request.query_params.keys(), allowed)
+    unknown = unknown_names(request.query_params.keys(), [*allowed, *hidden])
     if unknown:
         raise ApiError(400, unknown_message(unknown, allowed))
 

@@ -36,7 +36,8 @@ HYBRID = "Qwen/Qwen3-Next-80B-A3B-Instruct"
 # fresh store, the API reference.
 PAGES = ["/", "/trends", "/trends?period=quarter&weighting=count", "/trends?weighting=downloads",
          "/trends?population=all&period=month", "/models", f"/models/{LLAMA2_70B}", f"/models/{HYBRID}",
-         "/models/deepseek-ai/DeepSeek-V3", "/hardware", "/methodology", "/crawl", "/benchmarks", "/alerts",
+         "/models/deepseek-ai/DeepSeek-V3", "/models/ai21labs/AI21-Jamba-1.5-Large",
+    "/models/google/mt5-base", "/hardware", "/methodology", "/crawl", "/benchmarks", "/alerts",
          "/claims", "/research", "/prices", "/api/v1/docs",
          "/compare?models=meta-llama/Meta-Llama-3-70B,Qwen/Qwen3-32B,deepseek-ai/DeepSeek-V3"]
 
@@ -117,6 +118,10 @@ def test_page_draws_its_charts_without_errors(open_page, path, screenshots):
     overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0, f"{path} is {overflow}px wider than 1280 px"
     screenshot(page, path, 1280, screenshots)
+    if path != "/api/v1/docs":  # Swagger UI's own tables are its own
+        clipped = page.evaluate(CLIPPED_TABLES)
+        assert clipped == [], (path, clipped)
+    assert page.evaluate(STRAY_SWATCHES) == [], path
     charts = page.evaluate(CHART_STATE)
     expected = page.locator("canvas[data-chart]").count()
     assert len(charts) == expected
@@ -131,8 +136,58 @@ def test_page_draws_its_charts_without_errors(open_page, path, screenshots):
         assert page.locator("details.chart-data table").count() == expected
 
 
+# Tables at 1280 px: none needs a sideways scroll, and no cell's content spills past its box.
+CLIPPED_TABLES = """() => {
+  const out = [];
+  document.querySelectorAll('table').forEach(t => {
+    if (!t.checkVisibility()) return;  // folded away (a chart's data table): not on screen
+    const box = t.closest('.table-wrap') || t.parentElement;
+    const name = (t.caption && t.caption.textContent.trim().slice(0, 50)) || t.className || 'table';
+    if (t.scrollWidth > box.clientWidth + 1) out.push(name + ': ' + t.scrollWidth + ' px in ' + box.clientWidth);
+    t.querySelectorAll('td, th').forEach(c => {
+      if (c.scrollWidth > c.clientWidth + 1) out.push(name + ' cell "' + c.textContent.trim().slice(0, 30) + '"');
+    });
+  });
+  return out;
+}"""
+
+# Each legend swatch takes the colour of a full mark of the series it names (a bar of a period
+# that is not thin, the line, the points), never a colour no series is drawn in.
+STRAY_SWATCHES = """() => {
+  const norm = (c) => { const x = document.createElement('canvas').getContext('2d'); x.fillStyle = c; return x.fillStyle; };
+  const out = [];
+  document.querySelectorAll('canvas[data-chart]').forEach(canvas => {
+    const chart = Chart.getChart(canvas);
+    if (!chart || !chart.legend || !chart.legend.legendItems) return;
+    const thin = (chart.$spec && chart.$spec.thin) || [];
+    chart.legend.legendItems.forEach(item => {
+      const ds = chart.data.datasets[item.datasetIndex];
+      if (!ds) return;
+      // what the reader sees of a series: its fills (bars, points, bands) and, for a line, its stroke;
+      // a bar's white separating border names no series
+      const drawn = new Set();
+      const marks = [ds.backgroundColor, ds.pointBackgroundColor];
+      if (ds.showLine) marks.push(ds.borderColor);
+      marks.forEach(v => {
+        if (Array.isArray(v)) {
+          v.forEach((c, j) => { if (!thin[j] || thin.every(Boolean)) drawn.add(norm(c)); });
+        } else if (typeof v === 'string') { drawn.add(norm(v)); }
+      });
+      const swatch = typeof item.fillStyle === 'string' ? norm(item.fillStyle) : String(item.fillStyle);
+      if (!drawn.has(swatch)) {
+        out.push(canvas.getAttribute('data-chart') + ': "' + item.text + '" ' + swatch + ' not in ' + [...drawn].join(','));
+      }
+    });
+  });
+  return out;
+}"""
+
+
 def _kv_text(page) -> dict:
-    return {key: page.locator(f"#kv-{key}").inner_text() for key in ("bytes", "gb", "gib", "mha-bytes", "saving")}
+    """The result line's figures (the cross-attention ones where the model has them)."""
+    keys = ["bytes", "gb", "gib", "mha-bytes", "saving", "cross-gb", "cross-gib", "cross-per-token"]
+    return page.evaluate("""(keys) => Object.fromEntries(keys.map(k => [k, document.getElementById('kv-' + k)])
+        .filter(([, el]) => el).map(([k, el]) => [k, el.innerText]))""", keys)
 
 
 @pytest.mark.parametrize("model_id, context, batch, dtype", [
@@ -140,6 +195,7 @@ def _kv_text(page) -> dict:
     (LLAMA2_70B, 100000, 3, "fp8"),
     (GEMMA2, 50000, 2, "bf16"),  # past the 4,096-token window: sliding layers stop growing
     ("deepseek-ai/DeepSeek-V3", 131072, 4, "fp32"),
+    ("google/mt5-base", 1000, 2, "fp8"),  # encoder-decoder: the cross-attention cache at 1,000 source tokens
 ])
 def test_kv_calculator_updates_and_agrees_with_the_server(open_page, server, model_id, context, batch, dtype):
     page, problems = open_page(f"/models/{model_id}")
@@ -147,6 +203,8 @@ def test_kv_calculator_updates_and_agrees_with_the_server(open_page, server, mod
     page.fill("#kv-form input[name=context]", str(context))
     page.fill("#kv-form input[name=batch]", str(batch))
     page.select_option("#kv-form select[name=dtype]", dtype)
+    if page.locator("#kv-form input[name=source]").count():  # as many source tokens as the server's default
+        page.fill("#kv-form input[name=source]", str(context))
     live = _kv_text(page)
     assert live != before
     # The server's own rendering (scripts off, so kv-calculator.js does not touch it).
@@ -158,6 +216,12 @@ def test_kv_calculator_updates_and_agrees_with_the_server(open_page, server, mod
     page.fill("#kv-form input[name=context]", "0")
     assert "Enter a context" in page.locator("#kv-status").inner_text()
     assert page.locator("#kv-form input[name=context][aria-invalid=true]").count() == 1
+    # an error and a result never stand side by side: every figure of the result line is blanked
+    shown = _kv_text(page)
+    assert all(not any(ch.isdigit() for ch in text) for text in shown.values()), shown
+    assert page.locator(".kv-result[data-state=error]").count() == 1
+    page.fill("#kv-form input[name=context]", str(context))
+    assert _kv_text(page) == live and page.locator("#kv-status").inner_text() == ""
     assert problems == []
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 import feedparser
 import pytest
@@ -241,8 +242,13 @@ def _fire(client, engine, settings, **extra) -> dict:
 
 def test_public_atom_feed_with_conditional_get(client, engine, alert_settings):
     settings = alert_settings.model_copy(update={"alert_builtin_rules": True})
+    asked = datetime.now(UTC).replace(microsecond=0)
     empty = client.get("/alerts/feed.atom")
     assert empty.status_code == 200 and feedparser.parse(empty.content).entries == []
+    # An empty feed with no rule yet says it is current as of the request, not a made-up 2020-01-01
+    # (with rules, it has been empty since the newest rule's creation).
+    updated = datetime(*feedparser.parse(empty.content).feed.updated_parsed[:6], tzinfo=UTC)
+    assert "2020-01-01" not in empty.text and updated >= asked
     _fire(client, engine, settings)
 
     first = client.get("/alerts/feed.atom")

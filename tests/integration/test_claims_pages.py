@@ -182,21 +182,26 @@ def test_claims_on_an_empty_store_are_unchecked(tmp_path):
 
 # ---- the median new model: capacity and the KV panel ------------------------------------------------
 
-POPULATION_SQL = ("SELECT m.id, m.created_at, m.num_parameters, g.kv_bytes_per_token_bf16, r.raw_text "
+# The originals as the trends count them: encoder-only and uncertain geometries are counted apart.
+POPULATION_SQL = ("SELECT m.id, m.created_at, COALESCE(m.num_parameters, g.params_estimate), "
+                  "g.kv_bytes_per_token_bf16, r.raw_text, m.num_parameters IS NULL "
                   "FROM hub_model m JOIN geometry g ON g.revision_id = m.current_revision_id "
                   "JOIN config_revision r ON r.id = m.current_revision_id "
                   "WHERE g.attention_kind != 'none' AND m.created_at IS NOT NULL AND g.kv_bytes_per_token_bf16 > 0 "
+                  "AND NOT g.encoder_only AND NOT g.uncertain "
                   "AND m.relation = 'original' AND NOT m.is_test_repo "
                   "AND COALESCE(m.num_parameters, g.params_estimate) >= 1000000000")  # the originals
 
 
 def test_capacity_matches_an_independent_oracle(client, db):
     body = client.get("/api/v1/hardware-capacity").json()
-    models = []
-    for model_id, created, params, _, raw in db.execute(POPULATION_SQL):
+    models, estimated = [], 0
+    for model_id, created, params, _, raw, is_estimate in db.execute(POPULATION_SQL):
         models.append((date.fromisoformat(created[:10]), params, derive(raw).geometry))
-    with_params = [m for m in models if m[1]]
-    assert body["models"] == len(with_params) and body["skipped_without_parameters"] == len(models) - len(with_params)
+        estimated += bool(is_estimate)
+    # every model the >= 1B floor admits has the parameter count the floor read: none is skipped
+    with_params = models
+    assert body["models"] == len(models) and body["parameters_estimated"] == estimated > 0
     assert body["context"] == 32768 and body["weights_bytes_per_parameter"] == 2
     today = max(m[0] for m in with_params)
     assert body["today"] == today.isoformat()
@@ -221,7 +226,7 @@ def test_capacity_matches_an_independent_oracle(client, db):
 def test_kv_panel_matches_an_independent_oracle(client, db):
     panel = client.get("/api/v1/prices").json()["kv_per_token"]
     quarters: dict[date, list[int]] = {}
-    for _, created, _, kv, _ in db.execute(POPULATION_SQL):
+    for _, created, _, kv, _, _ in db.execute(POPULATION_SQL):
         day = date.fromisoformat(created[:10])
         quarters.setdefault(date(day.year, (day.month - 1) // 3 * 3 + 1, 1), []).append(kv)
     assert [(p["period_start"], p["median"], p["n"]) for p in panel["points"]] == [
@@ -233,7 +238,8 @@ def test_hardware_page_shows_the_capacity_chart_and_counts(client):
     html = client.get("/hardware").text
     assert 'data-chart="chart-capacity"' in html and "32k-token sequences" in html
     body = client.get("/hardware.json").json()["capacity"]
-    assert f"{body['skipped_without_parameters']} models without a parameter count were skipped" in html
+    assert f"{body['models']:,} models with a per-token cache, {body['parameters_estimated']:,} of them with" in html
+    assert "without a parameter count were skipped" not in html
 
 
 def test_prices_page_says_correlation_not_cause(client):

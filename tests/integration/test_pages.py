@@ -198,7 +198,7 @@ def test_hostile_config_strings_are_escaped_everywhere(client):
 ])
 def test_hostile_query_parameters_are_escaped(client, path):
     r = client.get(path)
-    assert r.status_code in (200, 400, 404)
+    assert r.status_code in (200, 400, 404, 422)
     _assert_inert(r.text)
 
 
@@ -270,17 +270,23 @@ def test_models_csv_same_query_and_stream(client):
     assert len(everything) == len(client.get("/models.json?kind=GQA&size=500").json()["rows"]) > 7
 
 
-@pytest.mark.parametrize("query, message", [
-    ("kind=XYZ", "kind"), ("g_min=abc", "g_min"), ("g_min=9&g_max=2", "g_min"), ("size=0", "size"),
-    ("next=not-a-token", "next"), ("created_from=2025-13-01", "created_from"),
+@pytest.mark.parametrize("query, message, status", [
+    ("kind=XYZ", "kind", 422), ("g_min=abc", "g_min", 422), ("g_min=9&g_max=2", "g_min", 422),
+    ("size=0", "size", 422), ("size=9999", "size", 422), ("next=not-a-token", "next", 400),
+    ("created_from=2025-13-01", "created_from", 422), ("limit=5", "limit", 400),
 ])
-def test_models_bad_parameters(client, query, message):
+def test_models_bad_parameters(client, query, message, status):
+    # A value out of range is a 422 and an unknown name (or an unreadable token) a 400, on the
+    # page, its twins and /api/v1 alike, as the README says.
     html = client.get(f"/models?{query}")
-    assert html.status_code == 400 and html.headers["content-type"].startswith("text/html")
-    assert message in html.text and "Bad request" in html.text
-    body = client.get(f"/models.json?{query}")
-    assert body.status_code == 400
-    assert body.json()["ok"] is False and message in body.json()["error"]
+    assert html.status_code == status and html.headers["content-type"].startswith("text/html")
+    assert message in html.text
+    assert ("Invalid parameter" if status == 422 else "Bad request") in html.text
+    for url in (f"/models.json?{query}", f"/models.csv?{query}", f"/api/v1/models?{query}"):
+        body = client.get(url)
+        assert body.status_code == status, url
+        assert body.json()["ok"] is False and message in body.json()["error"], url
+        assert "_stream" not in body.json()["error"], url  # the page's own link parameter is not offered
 
 
 # ---- trends and home ------------------------------------------------------------------------
@@ -330,8 +336,9 @@ def test_trends_population_filters(client):
 @pytest.mark.parametrize("query", ["period=year", "weighting=likes", "min_downloads=-1", "since=2025-02-30",
                                    "since=2025-01-01&until=2024-01-01"])
 def test_trends_bad_parameters(client, query):
-    assert client.get(f"/trends?{query}").status_code == 400
-    assert client.get(f"/trends.json?{query}").json()["status"] == 400
+    assert client.get(f"/trends?{query}").status_code == 422
+    for url in (f"/trends.json?{query}", f"/trends.csv?{query}", f"/api/v1/trends?{query}"):
+        assert client.get(url).json()["status"] == 422, url
 
 
 def test_home_headlines(client):
@@ -385,7 +392,7 @@ def test_model_page_kv_calculator_server_side(client):
     assert 'id="kv-gb">671 MB<' in html and "8.00× smaller than MHA" in html
     kv = json.loads(scan(html).json_blocks["kv-data"])
     assert kv["terms"] == [{"elements_per_token": 80 * 2 * 8 * 128, "cap": None}]
-    assert kv["params"] == {"context": 2048, "batch": 1, "dtype": "fp16"}
+    assert kv["params"] == {"context": 2048, "batch": 1, "dtype": "fp16", "source": None}
 
 
 def test_model_twin_has_geometry_provenance_history_and_roofline(client):
@@ -417,12 +424,30 @@ def test_model_page_sections(client):
     assert "kv_lora_rank + qk_rope_head_dim" in mla
 
 
-@pytest.mark.parametrize("query, status", [("context=0", 400), ("context=abc", 400), ("batch=100000", 400),
-                                           ("dtype=fp4", 400)])
+@pytest.mark.parametrize("query, status", [("context=0", 422), ("context=abc", 422), ("batch=100000", 422),
+                                           ("dtype=fp4", 422), ("ctx=4096", 400)])
 def test_model_page_bad_calculator_input(client, query, status):
     r = client.get(f"/models/{LLAMA2_70B}?{query}")
-    assert r.status_code == status and "Bad request" in r.text
+    assert r.status_code == status and ("Invalid parameter" if status == 422 else "Bad request") in r.text
     assert client.get(f"/models/{LLAMA2_70B}.json?{query}").json()["status"] == status
+
+
+def test_encoder_decoder_page_shows_the_cross_attention_cache(client):
+    """Issue 23: mT5's page, calculator and twin carry the cross-attention cache the API has."""
+    model = "google/mt5-base"
+    per_source = client.get(f"/api/v1/models/{model}").json()["geometry"]["cross_kv_elements_per_source_token"]
+    assert per_source == 12 * 2 * 12 * 64  # decoder layers x (K and V) x heads x head dim
+    twin = client.get(f"/models/{model}.json?context=1000&source=300&batch=2&dtype=fp8").json()["calculator"]
+    assert twin["cross_elements_per_source_token"] == per_source
+    assert twin["cross_bytes_per_source_token"] == per_source  # fp8: one byte an element
+    assert twin["cross_bytes"] == per_source * 300 * 2 and twin["params"]["source"] == 300
+    html = client.get(f"/models/{model}?source=300").text
+    assert "cross-attention cache per source token, bf16" in html and f"{per_source:,} elements" in html
+    assert 'name="source"' in html and "Cross-attention (encoder side)" in html
+    # a decoder-only model has no cross-attention and no source input
+    plain = client.get(f"/models/{LLAMA2_70B}").text
+    assert 'name="source"' not in plain and "Cross-attention (encoder side)" not in plain
+    assert client.get(f"/models/{LLAMA2_70B}.json").json()["calculator"]["cross_bytes"] is None
 
 
 def test_model_page_missing_and_invalid(client):
@@ -482,3 +507,43 @@ def test_static_assets_are_vendored(client):
         assert url.startswith("/static/"), url  # no CDN: the site works offline
         r = client.get(url)
         assert r.status_code == 200 and len(r.content) > 100, url
+
+
+def test_wording_a_reader_can_follow(client):
+    """Issue 23: no internal tracker cited, no schedule that is off by default promised, and the
+    hardware page's "newest models" dated by the store's last release, not called today's."""
+    claims = client.get("/claims").text
+    assert "issue 15" not in claims and "issue 24" not in claims and "observatory's seed" not in claims
+    benchmarks = client.get("/benchmarks").text
+    assert "let the schedule benchmark" not in benchmarks
+    if "No results yet" in benchmarks:
+        assert "Scheduled benchmarks are off (the default)" in benchmarks
+        assert "OBSERVATORY_BENCH_SCHEDULE_ENABLED=true" in benchmarks
+    hardware = client.get("/hardware").text
+    assert "today's new models" not in hardware and "today&#39;s new models" not in hardware
+    assert "the newest release date in the store, not today" in hardware
+
+
+@pytest.mark.parametrize("query", ["period=quarter", "population=all&period=quarter", "population=derivatives&period=quarter"])
+def test_every_population_a_page_names_counts_the_models_of_the_api_series(client, query):
+    """Issue 23: one population per statement. Each figure that says how many models it rests on
+    counts the models of the trend series it sits beside, as /api/v1/trends counts them (encoder-only
+    and uncertain geometries counted apart, in no statistic and no chart)."""
+    points = client.get(f"/api/v1/trends?{query}&weighting=count").json()["points"]
+    counted, with_g, with_kv = (sum(p[key] for p in points) for key in ("count", "g_count", "kv_count"))
+    assert counted > with_g > 0 and with_kv > 0
+    note = f"the {with_g:,} with a G of the {counted:,} counted models"
+    trends = client.get(f"/trends?{query}").text
+    assert note in trends
+    twin = client.get(f"/trends.json?{query}").json()["plotted_models"]
+    assert twin["total"] == counted and sum(1 for r in twin["rows"] if r["group_size"] is not None) == with_g
+    if query != "period=quarter":
+        return
+    # The home page, /prices and /hardware speak of the default population: the originals by quarter.
+    assert note in client.get("/").text
+    kv_panel = client.get("/api/v1/prices").json()["kv_per_token"]
+    assert kv_panel["models"] == with_kv == sum(p["n"] for p in kv_panel["points"])
+    assert f"({with_kv} models)" in client.get("/prices").text
+    capacity = client.get("/api/v1/hardware-capacity").json()
+    assert capacity["models"] + capacity["skipped_without_cache"] == with_kv
+    assert f"{capacity['models']:,} models with a per-token cache" in client.get("/hardware").text

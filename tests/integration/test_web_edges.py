@@ -151,3 +151,43 @@ def test_head_through_the_real_server(tmp_path):
             assert head.content == b"" and head.headers.get("content-length") == got.headers.get("content-length")
             assert head.headers["content-type"] == got.headers["content-type"]
         assert "Traceback" not in server.log_text()
+
+
+def test_every_api_resource_with_a_csv_form_has_its_csv_twin(app_and_client):
+    """Issue 23: each /api/v1 route that answers ``format=csv`` answers the same bytes at
+    ``.csv``; a ``.csv`` no route serves is a 404 in the error shape naming the twins there are."""
+    app, client = app_and_client
+    with_format = []
+    for path, operations in app.openapi()["paths"].items():
+        get = operations.get("get", {})
+        names = {p["name"] for p in get.get("parameters", []) if p["in"] == "query"}
+        if path.startswith("/api/v1/") and "format" in names and "{" not in path:
+            with_format.append(path)
+    assert {"/api/v1/claims", "/api/v1/research", "/api/v1/prices", "/api/v1/hardware-capacity",
+            "/api/v1/models", "/api/v1/trends"} <= set(with_format)
+    required = {"/api/v1/compare": {"models": "alpha/llama-7b,alpha/llama-70b"}}
+    for path in with_format:
+        params = required.get(path, {})
+        twin = client.get(f"{path}.csv", params=params)
+        assert twin.status_code == 200 and twin.headers["content-type"].startswith("text/csv"), path
+        assert twin.text == client.get(path, params={**params, "format": "csv"}).text, path
+    missing = client.get("/api/v1/hardware.csv")
+    body = missing.json()
+    assert missing.status_code == 404 and body["ok"] is False and body["status"] == 404
+    assert body["error"].startswith("no CSV twin at /api/v1/hardware.csv")
+    assert all(f"{path}.csv" in body["error"] for path in with_format)
+    assert "every route is listed in /api/v1/openapi.json" in client.get("/api/v1/nothing").json()["error"]
+
+
+def test_api_reference_page_carries_its_openapi_document(app_and_client):
+    """Issue 23: the reference page renders from the document it carries (no "LOADING" while a
+    second request builds it), and its header line has a stylesheet of its own."""
+    import json
+    import re
+
+    _app, client = app_and_client
+    page = client.get("/api/v1/docs").text
+    embedded = re.search(r'<script type="application/json" id="openapi-spec">(.*?)</script>', page, re.DOTALL)
+    assert embedded and json.loads(embedded.group(1)) == client.get("/api/v1/openapi.json").json()
+    assert 'href="/static/api-docs.css"' in page
+    assert "font:" in client.get("/static/api-docs.css").text

@@ -63,6 +63,15 @@ def test_text_summary():
         assert fragment in out, fragment
 
 
+def test_text_summary_marks_contexts_beyond_max_position_embeddings():
+    # Llama-3-8B reads 8,192 positions: its 32k and 128k rows are marked as the model page marks them
+    lines = run(str(CONFIG_DIR / "meta-llama__Meta-Llama-3-8B.json")).stdout.splitlines()
+    rows = {line.split()[0]: line for line in lines if line.strip().split()[:1] in (["4k"], ["32k"], ["128k"])}
+    assert set(rows) == {"4k", "32k", "128k"}
+    assert "beyond max context" not in rows["4k"]
+    assert rows["32k"].endswith("beyond max context (8,192)") and rows["128k"].endswith("beyond max context (8,192)")
+
+
 def test_text_summary_mla_hybrid_and_warnings():
     mla = run(str(CONFIG_DIR / "deepseek-ai__DeepSeek-V3.json")).stdout
     assert "MLA: H=128, K=128, G=n/a (MLA), d=192, d_v=128" in mla and "512 + 64 = 576 elements" in mla

@@ -1,10 +1,11 @@
-"""How pages write values for people: layer schedules folded into runs and repeats."""
+"""How pages write values for people: layer schedules folded into runs and repeats, and byte sizes
+rounded as the page scripts round them."""
 
 from __future__ import annotations
 
 import pytest
 
-from observatory.web.rendering import DASH, fmt_schedule
+from observatory.web.rendering import DASH, fmt_bytes, fmt_bytes_binary, fmt_schedule
 
 
 @pytest.mark.parametrize("kinds, text", [
@@ -28,3 +29,15 @@ def test_folding_loses_nothing():
     block, times = "sliding ×5, full", 5
     assert text.startswith(f"({block}) ×{times}")
     assert len(kinds) == times * 6 + 2
+
+
+@pytest.mark.parametrize("value, binary, decimal", [
+    (152.5 * 2**30, "153 GiB", "164 GB"),  # DeepSeek-V3's MHA counterfactual (issue 23): the script said 153
+    (2.5 * 2**30, "2.50 GiB", "2.68 GB"),
+    (10.25 * 2**20, "10.3 MiB", "10.7 MB"),  # 10.25 is exact in binary: a half, rounded up as Intl does
+    (0.5, "1 B", "1 B"),
+    (1536, "1.50 KiB", "1.54 kB"),
+    (None, DASH, DASH),
+])
+def test_byte_sizes_round_halves_up_as_the_scripts_do(value, binary, decimal):
+    assert fmt_bytes_binary(value) == binary and fmt_bytes(value) == decimal

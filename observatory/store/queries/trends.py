@@ -21,9 +21,10 @@ from observatory.core.trends import (
     period_start,
     trend_series,
 )
-from observatory.store.tables import HubModel
+from observatory.store.tables import GeometryRow, HubModel
 from observatory.store.trend_tables import TrendPointRow
 from observatory.store.trends import (
+    UNCERTAIN,
     Population,
     from_record,
     load_trend_columns,
@@ -133,7 +134,10 @@ def plotted_trend_rows(
     every dated model is in one month), else from a count query.
     """
     query = trend_rows_query(population)
-    m = HubModel.__table__.c
+    m, g = HubModel.__table__.c, GeometryRow.__table__.c
+    # The models the series count: encoder-only and uncertain geometries are counted apart there
+    # (core.trends), so they are no points here either, and the total equals the series' counts.
+    query = query.where(g.encoder_only.is_not(sa.true()), UNCERTAIN.is_not(sa.true()))
     if since is not None:
         query = query.where(m.created_at >= datetime.combine(since, datetime.min.time(), tzinfo=timezone.utc))
     if until is not None and until < date.max:  # the calendar's last day bounds nothing (no day after)

@@ -11,6 +11,7 @@ from datetime import date
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 from sqlmodel import Session
 
@@ -116,6 +117,12 @@ def claims(session: ReadSessionDep, format: Format = "json"):
     return model_response(ClaimsResponse(claims=jsonable(data)))
 
 
+@router.get("/claims.csv", response_class=Response, response_model=None, responses=CSV_RESPONSE,
+            summary="Claims, recomputed, as CSV")
+def claims_csv(session: ReadSessionDep) -> Response:
+    return claims(session, "csv")
+
+
 # ---- research -------------------------------------------------------------------------------------
 
 class ResearchRow(BaseModel):
@@ -177,6 +184,12 @@ def research(format: Format = "json"):
     return model_response(ResearchResponse(**data))
 
 
+@router.get("/research.csv", response_class=Response, response_model=None, responses=CSV_RESPONSE,
+            summary="Quality against KV compression, as CSV")
+def research_csv() -> Response:
+    return research("csv")
+
+
 # ---- prices ---------------------------------------------------------------------------------------
 
 class PriceRow(BaseModel):
@@ -236,3 +249,9 @@ def prices(session: ReadSessionDep, format: Format = "json"):
     if format == "csv":
         return csv_response(PRICE_CSV_COLUMNS, load_prices()["rows"], "prices.csv")
     return model_response(PricesResponse(**prices_data(session)))
+
+
+@router.get("/prices.csv", response_class=Response, response_model=None, responses=CSV_RESPONSE,
+            summary="Hosted inference prices as CSV")
+def prices_csv(session: ReadSessionDep) -> Response:
+    return prices(session, "csv")

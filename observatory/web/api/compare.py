@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
+from fastapi.responses import Response
 from pydantic import BaseModel, BeforeValidator, Field, StringConstraints, field_validator
 from sqlmodel import Session
 
@@ -243,3 +244,9 @@ def compare(session: ReadSessionDep, params: Annotated[CompareParams, Query()],
     if format == "csv":
         return csv_response(CSV_COLUMNS, csv_rows(data), "compare.csv")
     return model_response(CompareResponse(**data))
+
+
+@router.get("/compare.csv", response_class=Response, response_model=None, responses=CSV_RESPONSE,
+            summary="Compare 2 to 6 models, as CSV")
+def compare_csv(session: ReadSessionDep, params: Annotated[CompareParams, Query()]) -> Response:
+    return compare(session, params, "csv")

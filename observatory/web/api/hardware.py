@@ -7,6 +7,7 @@ from datetime import date
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from observatory.catalog import hardware
@@ -191,8 +192,9 @@ class CapacityResponse(BaseModel):
     window_days: int
     today: date | None = Field(description="Creation day of the newest model in the population")
     population: str
-    models: int = Field(description="Models with a parameter count and a per-token cache")
-    skipped_without_parameters: int
+    models: int = Field(description="Models of the population with a per-token cache, all sized")
+    parameters_estimated: int = Field(description="Of them, models whose parameters are estimated from the config "
+                                                  "(no disclosed count), as the population's 1B floor counts them")
     skipped_without_cache: int
     weights_bytes_per_parameter: int
     rows: list[CapacityRow]
@@ -223,3 +225,9 @@ def hardware_capacity(session: ReadSessionDep,
     if format == "csv":
         return csv_response(CAPACITY_CSV_COLUMNS, capacity_csv_rows(data), "hardware-capacity.csv")
     return model_response(CapacityResponse(**data))
+
+
+@router.get("/hardware-capacity.csv", response_class=Response, response_model=None, responses=CSV_RESPONSE,
+            summary="Sequences and chips per device, as CSV")
+def hardware_capacity_csv(session: ReadSessionDep) -> Response:
+    return hardware_capacity(session, "csv")

@@ -57,11 +57,13 @@ def _page(router: APIRouter, path: str, formats: tuple[str, ...]):
     return decorate
 
 
-def validated(model: type[BaseModel], request: Request, lists: tuple[str, ...] = (), extra: tuple[str, ...] = ()):
+def validated(model: type[BaseModel], request: Request, lists: tuple[str, ...] = (), hidden: tuple[str, ...] = ()):
     """The API's parameter model filled from a page's query string, so a page and its API
-    accept exactly the same parameters (and ``extra``, the page's own); any other name is a
-    400. Empty form fields count as absent."""
-    reject_unknown(request, [*model.model_fields, *extra])
+    accept exactly the same parameters and answer alike: any other name is a 400, a value out
+    of range a 422, as FastAPI answers on ``/api/v1``. ``hidden`` names are the page's own
+    (its links set them): accepted, never listed among the allowed ones. Empty form fields
+    count as absent."""
+    reject_unknown(request, model.model_fields, hidden=hidden)
     raw: dict[str, Any] = {}
     for name in model.model_fields:
         values = [v.strip() for v in request.query_params.getlist(name) if v.strip()]
@@ -70,7 +72,7 @@ def validated(model: type[BaseModel], request: Request, lists: tuple[str, ...] =
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        raise ApiError(400, *[_describe(e) for e in exc.errors()]) from None
+        raise ApiError(422, *[_describe(e) for e in exc.errors()]) from None
 
 
 def link_header(url: str | None) -> dict:

@@ -34,4 +34,5 @@ def benchmarks_page(request: Request, fmt: str | None) -> Response:
     dividend = chart_specs.dividend(data["rows"], by_model=True, batch=1)  # per model; batches on its page
     return render(request, "benchmarks.html", data, title="Spot-benchmarks", nav="/benchmarks",
                   formats=("json", "csv"), bench_results=data["rows"], show_model=True,
-                  specs={"dividend": dividend} if dividend["series"] else {}, charts=bool(dividend["series"]))
+                  specs={"dividend": dividend} if dividend["series"] else {}, charts=bool(dividend["series"]),
+                  bench_scheduled=request.app.state.settings.bench_schedule_enabled)

@@ -7,26 +7,26 @@ newest entry, and conditional GETs get 304 (``alerts.feeds`` builds the entries 
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from email.utils import format_datetime, parsedate_to_datetime
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from sqlmodel import select
+from sqlmodel import func, select
 
 from observatory.alerts.feeds import (
-    EPOCH,
     FEED_ENTRIES,
     MEDIA_TYPE,
     FeedEntry,
     aware,
     build_feed,
     event_entry,
+    feed_updated,
     notice_entry,
     public_events,
     subscription_events,
 )
-from observatory.alerts.tables import AlertSubscription, SubscriptionNotice
+from observatory.alerts.tables import AlertRule, AlertSubscription, SubscriptionNotice
 from observatory.web.deps import ReadSessionDep, SettingsDep
 from observatory.web.errors import ApiError
 from observatory.web.rendering import request_base
@@ -55,17 +55,20 @@ def conditional_response(request: Request, body: bytes, last_modified: datetime)
     return Response(body, media_type=f"{MEDIA_TYPE}; charset=utf-8", headers=headers)
 
 
-def _feed(request: Request, key: str, title: str, alternate: str, entries: list[FeedEntry], base: str) -> Response:
+def _feed(request: Request, key: str, title: str, alternate: str, entries: list[FeedEntry], base: str,
+          began: datetime) -> Response:
     body = build_feed(key=key, title=title, self_url=base + request.url.path, alternate_url=base + alternate,
-                      entries=entries)
-    return conditional_response(request, body, max((e.updated for e in entries), default=EPOCH))
+                      entries=entries, began=began)
+    return conditional_response(request, body, feed_updated(entries, began))
 
 
 @router.get("/alerts/feed.atom")
 def public_feed(request: Request, session: ReadSessionDep, settings: SettingsDep) -> Response:
     entries = [event_entry(e) for e in public_events(session)]
+    # With no alert yet, the feed has held nothing since its newest rule was created.
+    began = session.exec(select(func.max(AlertRule.created_at))).one() or datetime.now(UTC)
     return _feed(request, "gqa-observatory:alerts", "GQA Observatory alerts", "/alerts", entries,
-                 request_base(request, settings))
+                 request_base(request, settings), began)
 
 
 @router.get("/alerts/feeds/{token}.atom")
@@ -79,4 +82,4 @@ def subscription_feed(token: str, request: Request, session: ReadSessionDep, set
                            .order_by(SubscriptionNotice.id.desc()).limit(FEED_ENTRIES)).all()
     entries += [notice_entry(n) for n in notices]
     return _feed(request, f"gqa-observatory:subscription:{sub.public_id}", f"GQA Observatory alerts: {sub.name}",
-                 "/alerts", entries, request_base(request, settings))
+                 "/alerts", entries, request_base(request, settings), sub.created_at)

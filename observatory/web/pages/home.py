@@ -109,4 +109,4 @@ def home_page(request: Request, fmt: str | None) -> Response:
         "kv": chart_specs.kv_per_token(quarters, by_size=False),
     }
     return render(request, "index.html", data, title="Overview", nav="/", specs=charts, charts=True,
-                  plotted_note=plotted_note(len(plotted), total))
+                  plotted_note=plotted_note(len(plotted), total, sum(1 for r in plotted if r.group_size is not None)))

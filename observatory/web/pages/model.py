@@ -53,8 +53,13 @@ def kv_terms(geom: Geometry) -> list[dict]:
     return [{"elements_per_token": e, "cap": cap} for cap, e in sorted(terms.items(), key=lambda t: t[0] or 0)]
 
 
-def calculator(geom: Geometry, context: int, batch: int, dtype: str) -> dict:
+def calculator(geom: Geometry, context: int, batch: int, dtype: str, source: int | None = None) -> dict:
+    """The self-attention cache at each context; for an encoder-decoder also the cross-attention
+    cache, which holds every source (encoder) token for the whole generation: per source token
+    and at ``source`` tokens (the context when not given)."""
     counter = kvcache.mha_counterfactual(geom)
+    cross = geom.cross_kv_elements_per_source_token if geom.is_encoder_decoder else None
+    source = (source or context) if cross else None
     rows = []
     for ctx in sorted(set(roofline.CONTEXTS) | {context}):
         actual = kvcache.cache_bytes(geom, ctx, batch, dtype)
@@ -62,8 +67,12 @@ def calculator(geom: Geometry, context: int, batch: int, dtype: str) -> dict:
         rows.append({"context": ctx, "batch": batch, "dtype": dtype, "bytes": actual, "mha_bytes": mha,
                      "saving": mha / actual if actual else None, "chosen": ctx == context,
                      "beyond_max_context": bool(geom.max_position_embeddings and ctx > geom.max_position_embeddings)})
+    dtype_bytes = kvcache.DTYPE_BYTES[dtype]
     return {
-        "params": {"context": context, "batch": batch, "dtype": dtype},
+        "params": {"context": context, "batch": batch, "dtype": dtype, "source": source},
+        "cross_elements_per_source_token": cross,
+        "cross_bytes_per_source_token": cross * dtype_bytes if cross else None,
+        "cross_bytes": cross * dtype_bytes * source * batch if cross else None,
         "bytes_per_token": kvcache.bytes_per_token(geom, dtype),
         "mha_bytes_per_token": kvcache.bytes_per_token(counter, dtype),
         "rows": rows,
@@ -88,7 +97,8 @@ def roofline_rows(geom: Geometry, context: int, batch: int, dtype: str, num_para
     ]
 
 
-def model_page_data(session: Session, model_id: str, context: int, batch: int, dtype: str) -> dict | None:
+def model_page_data(session: Session, model_id: str, context: int, batch: int, dtype: str,
+                    source: int | None = None) -> dict | None:
     detail = get_model_detail(session, model_id)
     if detail is None:
         return None
@@ -106,7 +116,7 @@ def model_page_data(session: Session, model_id: str, context: int, batch: int, d
     data["roofline_at"] = None
     data["deployment"] = None
     if geom is not None and geom.attention_kind != "none":
-        data["calculator"] = calculator(geom, context, batch, dtype)
+        data["calculator"] = calculator(geom, context, batch, dtype, source)
         data["deployment"] = deployment_table(geom, load_catalog(), context, dtype, params, derived.config)
         data["roofline_at"] = {"context": context, "batch": batch, "dtype": dtype,
                             "per_call_s": roofline.DEFAULT_PER_CALL_S,
@@ -132,6 +142,9 @@ class KVForm(BaseModel):
     context: int = Field(32768, ge=1, le=MAX_CONTEXT, description="Tokens per sequence")
     batch: int = Field(1, ge=1, le=MAX_BATCH, description="Sequences")
     dtype: Literal[tuple(kvcache.DTYPE_BYTES)] = Field("bf16", description="KV-cache element type")
+    source: int | None = Field(None, ge=1, le=MAX_CONTEXT,
+                               description="Encoder-decoders: source (encoder) tokens the cross-attention caches; "
+                                           "the context when not given")
 
 
 def split_model_path(path: str) -> tuple[str, str | None]:
@@ -167,7 +180,7 @@ def _model_page(request: Request, model_id: str, fmt: str | None) -> Response:
     form = validated(KVForm, request)
     context, batch, dtype = form.context, form.batch, form.dtype
     with request_reader(request) as session:
-        data = model_page_data(session, model_id, context, batch, dtype)
+        data = model_page_data(session, model_id, context, batch, dtype, form.source)
         if data is None:
             raise ApiError(404, not_found_message(session, model_id))
     if fmt == "json":

@@ -24,7 +24,7 @@ page = page_decorator(router)
 
 
 def list_params(request: Request) -> ModelListParams:
-    return validated(ModelListParams, request, lists=("kind",), extra=("_stream",))
+    return validated(ModelListParams, request, lists=("kind",), hidden=("_stream",))
 
 
 def models_page_data(request: Request, session: Session, params: ModelListParams, fmt: str | None) -> dict:

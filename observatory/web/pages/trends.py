@@ -103,14 +103,16 @@ def trends_page(request: Request, fmt: str | None) -> Response:
         return csv_response(TREND_CSV_COLUMNS, rows, "trends.csv")
     return render(request, "trends.html", data, title="Trends", nav="/trends", formats=("json", "csv"),
                   specs=charts, charts=True, size_classes=SIZE_CLASSES,
-                  plotted_note=plotted_note(data["plotted_models"]["shown"], data["plotted_models"]["total"]),
+                  plotted_note=plotted_note(data["plotted_models"]["shown"], data["plotted_models"]["total"],
+                                            sum(1 for r in data["plotted_models"]["rows"] if r["group_size"] is not None)),
                   choices={"period": PERIODS, "weighting": WEIGHTINGS, "thresholds": STANDARD_THRESHOLDS,
                            "population": POPULATIONS},
                   count_url=page_url(request, None, weighting="count"))
 
 
-def plotted_note(shown: int, total: int) -> str:
-    """Which models the per-model points come from (the most downloaded first, up to a cap)."""
+def plotted_note(shown: int, total: int, with_g: int) -> str:
+    """Which models the per-model points are: those with a G among the models the series count
+    (``total``, the sum of the points' counts; the most downloaded first, up to a cap)."""
     if shown >= total:
-        return f"all {total:,} dated models"
-    return f"the {shown:,} most downloaded of {total:,} dated models"
+        return f"the {with_g:,} with a G of the {total:,} counted models"
+    return f"the {with_g:,} with a G among the {shown:,} most downloaded of the {total:,} counted models"

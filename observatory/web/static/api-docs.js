@@ -4,8 +4,12 @@
   "use strict";
   var root = document.getElementById("swagger-ui");
   if (!root || typeof window.SwaggerUIBundle === "undefined") return;
+  // The page carries the document (#openapi-spec): no second request, no "LOADING" while it comes.
+  var embedded = document.getElementById("openapi-spec");
+  var source = embedded ? { spec: JSON.parse(embedded.textContent) } : { url: root.getAttribute("data-openapi-url") };
   window.SwaggerUIBundle({
-    url: root.getAttribute("data-openapi-url"),
+    spec: source.spec,
+    url: source.spec ? undefined : source.url,
     domNode: root,
     deepLinking: true,
     tryItOutEnabled: false,

@@ -241,6 +241,17 @@
 
   // ---- chart builders ---------------------------------------------------------------
 
+  // Chart.js paints a series' swatch with its first mark's colour: the pale bar or the hollow
+  // point when the first period is thin, a colour no full mark of the series has.
+  function solidSwatches(chart) {
+    var items = window.Chart.defaults.plugins.legend.labels.generateLabels(chart);
+    items.forEach(function (item) {
+      var ds = chart.data.datasets[item.datasetIndex];
+      if (ds && ds.$colour) item.fillStyle = ds.$colour;
+    });
+    return items;
+  }
+
   function shareChart(spec) {
     var pct = formatter("share");
     var thin = spec.thin || [];
@@ -258,6 +269,7 @@
             borderColor: "#ffffff",
             borderWidth: 0.5,
             stack: "share",
+            $colour: c, // the series' colour: its legend swatch, whatever the first bar is
           };
         }),
       },
@@ -267,6 +279,7 @@
           y: Object.assign(axis({ unit: "share", title: spec.y_title }, "y"), { stacked: true, min: 0, max: 1 }),
         },
         plugins: {
+          legend: { labels: { generateLabels: solidSwatches } },
           tooltip: {
             mode: "index",
             callbacks: {
@@ -330,6 +343,7 @@
         ds.pointRadius = 0;
         ds.pointHoverRadius = 0;
       }
+      ds.$colour = ds.backgroundColor; // the swatch: a full mark's fill, never a thin (hollow) one's
       return ds;
     });
     return {
@@ -343,6 +357,7 @@
               // bands are explained by the series they surround; keep the legend short
               filter: function (item, data) { return !data.datasets[item.datasetIndex].label.startsWith("_"); },
               usePointStyle: !!spec.legend_shapes, // where shape, not only colour, tells series apart
+              generateLabels: solidSwatches,
             },
           },
           tooltip: {

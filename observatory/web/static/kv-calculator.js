@@ -13,6 +13,11 @@
   if (!holder || !form) return;
   var data = JSON.parse(holder.textContent);
 
+  var result = document.querySelector(".kv-result");
+  // Every figure the result line shows (blanked while an input is out of range).
+  var RESULTS = ["kv-bytes", "kv-gb", "kv-gib", "kv-mha-bytes", "kv-mha-gb", "kv-mha-gib", "kv-per-token",
+                 "kv-cross-gb", "kv-cross-gib", "kv-cross-source", "kv-cross-per-token"];
+
   function cacheBytes(terms, context, batch, dtypeBytes) {
     var elements = 0;
     terms.forEach(function (t) {
@@ -54,14 +59,23 @@
   function update() {
     var context = readInt("context", data.limits.context_min, data.limits.context_max);
     var batch = readInt("batch", data.limits.batch_min, data.limits.batch_max);
+    // encoder-decoders only: the source tokens the cross-attention caches
+    var cross = data.cross_elements_per_source_token;
+    var source = cross ? readInt("source", data.limits.context_min, data.limits.context_max) : 0;
     var dtype = form.elements["dtype"].value;
     var dtypeBytes = data.dtype_bytes[dtype];
-    if (context === null || batch === null || dtypeBytes === undefined) {
-      setText("kv-status", "Enter a context of " + data.limits.context_min + "–" + data.limits.context_max.toLocaleString("en-US") +
-        " tokens and a batch of " + data.limits.batch_min + "–" + data.limits.batch_max + ".");
+    if (context === null || batch === null || source === null || dtypeBytes === undefined) {
+      // No figure may stand beside the error: the last one answered other inputs.
+      RESULTS.forEach(function (id) { setText(id, "—"); });
+      setText("kv-saving", "");
+      setText("kv-status", "Enter a context " + (cross ? "and a source " : "") + "of " + data.limits.context_min + "–" +
+        data.limits.context_max.toLocaleString("en-US") + " tokens and a batch of " + data.limits.batch_min + "–" +
+        data.limits.batch_max + ".");
+      if (result) result.setAttribute("data-state", "error");
       return;
     }
     setText("kv-status", "");
+    if (result) result.setAttribute("data-state", "ok");
     var bytes = cacheBytes(data.terms, context, batch, dtypeBytes);
     setText("kv-bytes", bytes.toLocaleString("en-US") + " B");
     setText("kv-gb", decimal(bytes));
@@ -69,6 +83,13 @@
     var perToken = 0;
     data.terms.forEach(function (t) { perToken += t.elements_per_token * dtypeBytes; });
     setText("kv-per-token", decimal(perToken) + " per token at full context");
+    if (cross) {
+      var crossBytes = cross * dtypeBytes * source * batch;
+      setText("kv-cross-gb", decimal(crossBytes));
+      setText("kv-cross-gib", binary(crossBytes));
+      setText("kv-cross-source", source.toLocaleString("en-US"));
+      setText("kv-cross-per-token", decimal(cross * dtypeBytes));
+    }
     if (data.mha_terms) {
       var mha = cacheBytes(data.mha_terms, context, batch, dtypeBytes);
       setText("kv-mha-bytes", mha.toLocaleString("en-US") + " B");
