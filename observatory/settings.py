@@ -58,10 +58,13 @@ class Settings(BaseSettings):
     webhook_workers: int = 4  # parallel sends in one delivery pass
     alert_delivery_interval_s: float = 10.0  # scheduler job sending deliveries that came due
     # Abuse limits for anonymous writes. Creating a subscription without an owner token takes a
-    # token from a bucket per client address (kept in the store, shared by every worker): at most
-    # subscribe_burst at once, refilled at subscribe_per_hour.
+    # token from a bucket per client network (kept in the store, shared by every worker): an IPv4
+    # address, or an IPv6 /64 (one host's allocation), at most subscribe_burst at once, refilled
+    # at subscribe_per_hour. Then one from a bucket shared by all clients: at most
+    # subscribe_global_per_hour new owners an hour (as a burst, too), whatever their addresses.
     subscribe_burst: int = 10
     subscribe_per_hour: float = 20.0
+    subscribe_global_per_hour: float = 200.0
     # Webhook endpoints that never received a delivery plus e-mail addresses not yet confirmed,
     # over all subscriptions; at this many, new ones are refused until some are verified.
     max_unverified_endpoints: int = 1000

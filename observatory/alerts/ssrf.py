@@ -10,7 +10,8 @@ lookups are bounded in time and number and cached briefly (``BoundedResolver``):
 the caller's choice.
 
 Loopback targets pass only when ``allow_loopback`` is set (tests deliver to 127.0.0.1); private,
-link-local, metadata and transition addresses never pass.
+link-local, metadata, IANA special-purpose and transition addresses never pass (a NAT64 address
+passes only when the IPv4 address it embeds would).
 """
 
 from __future__ import annotations
@@ -32,6 +33,15 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 MAX_URL_LENGTH = 2000
 
 # Checked in order; the first match names the reason. Anything else must also be is_global.
+# The IPv4 and IPv6 lists follow IANA's special-purpose address registries
+# (https://www.iana.org/assignments/iana-ipv4-special-registry and
+# https://www.iana.org/assignments/iana-ipv6-special-registry, as of 2025), written out here
+# because Python's ``ipaddress`` knows only the ranges of its release: 3.12 has neither
+# 5f00::/16 (SRv6 SIDs, RFC 9602) nor 3fff::/20 (documentation, RFC 9637), and it calls the
+# IPv4-translated form ::ffff:0:a.b.c.d global (issue 21). Entries the registry marks globally
+# reachable (AS112, PCP/TURN anycast, AMT, ORCHIDv2, DRIP) are not listed: a webhook host there
+# is implausible, and is_global decides. Prefixes that embed an IPv4 address (NAT64's
+# 64:ff9b::/96) are judged by that address in ``address_problem``.
 _NET = ipaddress.ip_network
 _BLOCKED: tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str], ...] = (
     (_NET("169.254.169.254/32"), "cloud metadata address"),
@@ -45,23 +55,37 @@ _BLOCKED: tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str], ...] 
     (_NET("100.64.0.0/10"), "carrier-grade NAT address (100.64.0.0/10)"),
     (_NET("169.254.0.0/16"), "link-local address"),
     (_NET("192.0.0.0/24"), "IETF protocol assignment (192.0.0.0/24)"),
+    (_NET("192.0.2.0/24"), "documentation address (192.0.2.0/24)"),
+    (_NET("192.88.99.0/24"), "6to4 relay anycast address (192.88.99.0/24)"),
     (_NET("198.18.0.0/15"), "benchmarking address (198.18.0.0/15)"),
+    (_NET("198.51.100.0/24"), "documentation address (198.51.100.0/24)"),
+    (_NET("203.0.113.0/24"), "documentation address (203.0.113.0/24)"),
     (_NET("224.0.0.0/4"), "multicast address"),
     (_NET("240.0.0.0/4"), "reserved address (240.0.0.0/4)"),
     (_NET("::1/128"), "loopback address"),
     (_NET("::/128"), "unspecified address"),
     (_NET("::ffff:0:0/96"), "IPv4-mapped IPv6 address"),
+    (_NET("::ffff:0:0:0/96"), "IPv4-translated IPv6 address (RFC 2765)"),
     (_NET("::/96"), "IPv4-compatible IPv6 address"),
-    (_NET("64:ff9b::/96"), "NAT64 address"),
-    (_NET("64:ff9b:1::/48"), "NAT64 address"),
-    (_NET("2002::/16"), "6to4 address"),
+    (_NET("64:ff9b:1::/48"), "local-use NAT64 address (RFC 8215)"),
+    (_NET("::/8"), "reserved IPv6 address (::/8)"),  # after the NAT64 prefixes, which it contains
+    (_NET("100::/64"), "discard-only IPv6 address"),
+    (_NET("100:0:0:1::/64"), "dummy IPv6 prefix (RFC 9780)"),
     (_NET("2001::/32"), "Teredo address"),
+    (_NET("2001:2::/48"), "benchmarking IPv6 address"),
+    (_NET("2001:10::/28"), "deprecated ORCHID address"),
+    (_NET("2001:db8::/32"), "documentation IPv6 address (2001:db8::/32)"),
+    (_NET("2002::/16"), "6to4 address"),
+    (_NET("3fff::/20"), "documentation IPv6 address (3fff::/20, RFC 9637)"),
+    (_NET("5f00::/16"), "SRv6 segment identifier (5f00::/16, RFC 9602)"),
     (_NET("fc00::/7"), "unique local IPv6 address"),
     (_NET("fe80::/10"), "link-local IPv6 address"),
     (_NET("fec0::/10"), "site-local IPv6 address"),
     (_NET("ff00::/8"), "multicast address"),
-    (_NET("100::/64"), "discard-only IPv6 address"),
 )
+# NAT64's well-known prefix (RFC 6052) carries an IPv4 address in its last 32 bits: it reaches
+# that address through a translator, so it is as safe as that address and no safer.
+_NAT64 = _NET("64:ff9b::/96")
 _LOOPBACK = (_NET("127.0.0.0/8"), _NET("::1/128"))
 
 
@@ -96,6 +120,10 @@ def address_problem(address: IPAddress, *, allow_loopback: bool = False) -> str 
     plain = ipaddress.ip_address(str(address).split("%")[0])
     if allow_loopback and any(plain in net for net in _LOOPBACK):
         return None
+    if plain.version == 6 and plain in _NAT64:
+        embedded = ipaddress.IPv4Address(int(plain) & 0xFFFFFFFF)
+        problem = address_problem(embedded)  # never loopback: the switch is for 127.0.0.1 itself
+        return f"NAT64 address mapping to {embedded} ({problem})" if problem else None
     for net, reason in _BLOCKED:
         if plain.version == net.version and plain in net:
             return reason
