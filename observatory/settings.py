@@ -44,7 +44,9 @@ class Settings(BaseSettings):
     alert_repeat_interval_s: float = 7 * 24 * 3600
     # Evaluate the built-in rules (rules.BUILT_IN_RULES) for the public feed, subscribed or not.
     alert_builtin_rules: bool = True
-    # Webhook delivery: per-attempt time limits (Standard Webhooks suggests 15-30 s).
+    # Webhook delivery: time limits of one attempt (Standard Webhooks suggests 15-30 s).
+    # webhook_timeout_s bounds the whole exchange, from connect to the last byte read, however
+    # slowly the receiver answers; a connect gets webhook_connect_timeout_s of it at most.
     webhook_timeout_s: float = 15.0
     webhook_connect_timeout_s: float = 5.0
     # Delays after the 1st, 2nd, ... failed attempt (about 17 h in all); jittered by +/- the
@@ -53,10 +55,15 @@ class Settings(BaseSettings):
     webhook_retry_jitter: float = 0.2
     webhook_max_retry_after_s: float = 24 * 3600  # cap on a receiver's Retry-After
     webhook_max_response_bytes: int = 64 * 1024
-    # A claimed delivery whose sender died is retried after this long (same webhook-id).
+    # A claimed delivery whose sender died is retried after this long (same webhook-id). The
+    # lease is renewed before each attempt and is never shorter than twice the longest attempt
+    # (DNS + webhook_timeout_s) plus 10 s (webhooks.lease_s), so it cannot run out mid-send.
     webhook_lease_s: float = 120.0
     webhook_workers: int = 4  # parallel sends in one delivery pass
     alert_delivery_interval_s: float = 10.0  # scheduler job sending deliveries that came due
+    # After a crawl, deliveries are sent for at most this long (plus one attempt in flight); the
+    # rest go out with the delivery job or the next crawl. 0 = leave all of them to the job.
+    crawl_delivery_budget_s: float = 10.0
     # Abuse limits for anonymous writes. Creating a subscription without an owner token takes a
     # token from a bucket per client network (kept in the store, shared by every worker): an IPv4
     # address, or an IPv6 /64 (one host's allocation), at most subscribe_burst at once, refilled

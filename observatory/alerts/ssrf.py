@@ -5,7 +5,11 @@ the system resolver (so numeric spellings such as ``0x7f000001``, ``2130706433``
 and ``127.1`` mean what the C library says they mean) and refuses the URL if **any** address is
 not publicly routable. ``send_pinned`` then connects to a vetted IP itself, sending the original
 ``Host`` header and TLS server name, so a second DNS answer (rebinding) can never redirect the
-request. Redirects are never followed and the response is capped in size and time. Name
+request. Redirects are never followed and the response is capped in size, and the whole exchange
+in time: on the Hub client's guarded sockets (``observatory.hub.transport``), every connect,
+read and write gets only what is left of one deadline, so a receiver that drips its status line
+a byte at a time is cut off at the deadline (issue 21: one held an attempt for 75-125 s with a
+5 s timeout), and a stop request (SIGTERM) ends a read within a tenth of a second. Name
 lookups are bounded in time and number and cached briefly (``BoundedResolver``): the names are
 the caller's choice.
 
@@ -26,7 +30,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
+
+from observatory.hub import transport as guarded
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -294,7 +300,7 @@ def vet_url(
 @dataclass(frozen=True)
 class PinnedResponse:
     status_code: int
-    headers: httpx.Headers
+    headers: httpx2.Headers
     body: bytes  # at most max_response_bytes
     address: str
     elapsed_s: float
@@ -311,14 +317,19 @@ def send_pinned(
 ) -> PinnedResponse:
     """POST ``content`` to a vetted address (never re-resolving the host); no redirects followed.
 
-    The whole exchange is bounded: connect, write and each read by the timeouts, and the body by
-    ``max_response_bytes`` and an overall deadline of ``timeout_s`` from the first byte sent.
-    Raises ``httpx.TimeoutException`` / ``httpx.TransportError`` on failure.
+    ``timeout_s`` bounds the whole exchange, from the first connect to the last byte read (every
+    vetted address tried included); ``connect_timeout_s`` bounds one connect within it. The body
+    is read up to ``max_response_bytes`` or the deadline, whichever comes first: the status
+    line is what matters, a truncated body is still a response. Raises
+    ``httpx2.TimeoutException`` / ``httpx2.TransportError`` on failure and
+    ``guarded.Cancelled`` when a stop was requested (``guarded.cancellable``).
     """
     started = time.monotonic()
-    timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
+    timeout = httpx2.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s))
     last_error: Exception | None = None
-    with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False) as client:
+    transport = guarded.guarded_transport(limits=httpx2.Limits(max_connections=1), proxy=None, trust_env=False)
+    with guarded.deadline(timeout_s), httpx2.Client(
+            transport=transport, timeout=timeout, follow_redirects=False, trust_env=False) as client:
         for address in vetted.addresses:
             request = client.build_request(
                 "POST",
@@ -329,18 +340,17 @@ def send_pinned(
             )
             try:
                 response = client.send(request, stream=True)
-            except httpx.ConnectError as exc:  # try the next vetted address
+            except httpx2.ConnectError as exc:  # try the next vetted address
                 last_error = exc
                 continue
             try:
                 body = bytearray()
-                deadline = started + connect_timeout_s + timeout_s
                 for chunk in response.iter_raw():
                     body += chunk
-                    if len(body) >= max_response_bytes or time.monotonic() > deadline:
+                    if len(body) >= max_response_bytes:
                         break
-            except httpx.TransportError:
-                pass  # the status line is what matters; a truncated body is still a response
+            except httpx2.TransportError:
+                pass  # the deadline or the receiver ended the body; the status line is what matters
             finally:
                 response.close()
             return PinnedResponse(
