@@ -149,9 +149,14 @@ class Settings(BaseSettings):
     bench_batch: int = 1
     bench_repeats: int = 5
 
-    # JSON API (observatory/web/api_*.py): most rows one CSV export streams; the JSON list
-    # pages instead (queries.MAX_PAGE_SIZE rows a page).
-    api_csv_max_rows: int = 100_000
+    # Exports (observatory/web/export_limits.py, export_package.py). A CSV export is one keyset
+    # page of at most queries.MAX_PAGE_SIZE rows, like the JSON pages; at most this many run at
+    # once per client network and over all clients in one web process (past either, a 429).
+    api_export_per_client: int = 2
+    api_export_concurrency: int = 4
+    # Every stored model at once is a prebuilt data package, rebuilt when a download finds it
+    # older than this.
+    api_export_package_max_age_s: float = 3600.0
 
     @property
     def resolved_database_url(self) -> str:
