@@ -102,6 +102,9 @@ class Settings(BaseSettings):
     # One request in all: connect, headers and body together (a server dripping bytes ends here).
     hub_deadline_s: float = 60.0
     hub_max_retries: int = 4  # retries of one request on 408/429/5xx, timeouts, dropped connections
+    # One request with all its retries and back-off (not counting waits the Hub asks for, which
+    # hub_max_wait_s bounds): past this it is a timeout, retried by a later run.
+    hub_request_budget_s: float = 120.0
     hub_backoff_base_s: float = 1.0  # first backoff after a 5xx/timeout; doubles per retry
     hub_backoff_max_s: float = 60.0
     # Longest RateLimit/Retry-After waits sat out for one request; a longer one ends the run as
@@ -122,6 +125,9 @@ class Settings(BaseSettings):
     crawl_first_run_days: float = 2.0  # a scope's first run looks back this far unless --since says
     crawl_overlap_s: float = 900.0  # re-read this much below a mark: the listing index can lag
     crawl_max_models: int | None = None  # per scheduled run; None = no bound
+    # A run's time budget: past it the run stops as if asked to (what was fetched is stored, the
+    # marks stay put, the next run resumes) and is stored as timed_out. None = no bound.
+    crawl_max_run_s: float | None = 3600.0
     crawl_retry_batch: int = 500  # transient failures retried per run
     crawl_retry_base_s: float = 600.0  # first retry delay of a transient failure; doubles per attempt
     crawl_retry_max_s: float = 86_400.0
