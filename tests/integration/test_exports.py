@@ -116,4 +116,4 @@ def test_every_model_at_once_is_the_prebuilt_data_package(site):
         descriptor = archive.read("gqa-observatory-models/datapackage.json").decode()
     assert int(first.headers["x-row-count"]) == len(table) == len(listed) > 0
     assert table == listed  # the package is the list, every page of it
-    assert '"rows": %d' % len(table) in descriptor and '"primaryKey"' in descriptor
+    assert f'"rows": {len(table)}' in descriptor and '"primaryKey"' in descriptor
