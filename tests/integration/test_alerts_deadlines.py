@@ -5,6 +5,8 @@ each test shows what was cut off, sent, or left for later."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import threading
 from datetime import timedelta
 
@@ -25,6 +27,7 @@ from observatory.alerts.evaluate import after_crawl, evaluate
 from observatory.alerts.tables import WebhookEndpoint
 from observatory.hub import transport
 from observatory.store.tables import utcnow
+from observatory.testing.server import CLI, offline_env
 
 LOWER_MLA_RULE = {"kind": "kind_share", "params": {"kind": "MLA", "threshold": 0.1}}
 
@@ -154,3 +157,33 @@ def test_a_zero_budget_leaves_all_delivery_to_the_worker(engine, alert_settings)
         (d,) = deliveries(engine)
         assert rx.requests == [] and d.status == "pending" and attempts(engine, d.id) == []
         assert deliver_pending(engine, settings).succeeded == 1
+
+
+def test_sigterm_ends_the_workers_attempt_under_way(engine, alert_settings, tmp_path):
+    """Issue 21: the worker kept sending to a dripping receiver for 90 s after SIGTERM although
+    it printed "stopped". A real ``observatory worker``: its delivery job meets the receiver,
+    SIGTERM comes mid-answer, and the attempt is ended and recorded, not abandoned."""
+    with DrippingReceiver(interval_s=0.25) as rx:
+        assert fire(engine, alert_settings, rx.url) == 1
+        env = offline_env(alert_settings.data_dir, OBSERVATORY_AUTOLOAD_SNAPSHOT="false",
+                          OBSERVATORY_ALLOW_LOOPBACK_WEBHOOKS="true", OBSERVATORY_ALLOW_HTTP_WEBHOOKS="true",
+                          OBSERVATORY_ALERT_BUILTIN_RULES="false", OBSERVATORY_WEBHOOK_TIMEOUT_S="120",
+                          OBSERVATORY_ALERT_DELIVERY_INTERVAL_S="1", OBSERVATORY_CRAWL_INTERVAL_S="0",
+                          OBSERVATORY_STATS_REFRESH_INTERVAL_S="0", OBSERVATORY_SCHEDULER_LEASE_TTL_S="3")
+        log_path = tmp_path / "worker.log"
+        with open(log_path, "wb") as log:
+            worker = subprocess.Popen([*CLI, "worker"], env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            assert rx.first_byte.wait(60), "the worker never reached the receiver"
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(timeout=30) == 0
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait(10)
+        assert rx.wait_cut_off()
+    output = log_path.read_text()
+    assert "worker: stopped" in output and "Traceback" not in output, output[-3000:]
+    (d,) = deliveries(engine)
+    assert [a.outcome for a in attempts(engine, d.id)] == ["interrupted"]  # not "started": it was ended
+    assert d.status == "pending" and d.next_attempt_at <= utcnow()  # due again at once, same id
