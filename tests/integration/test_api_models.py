@@ -30,7 +30,7 @@ SORTS = ("created_at", "downloads", "group_size", "kv_bytes_per_token", "id")
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    settings, engine = built_store(tmp_path_factory.mktemp("api-models"), api_csv_max_rows=100)
+    settings, engine = built_store(tmp_path_factory.mktemp("api-models"))
     yield settings, engine
     engine.dispose()
 
