@@ -103,22 +103,17 @@ def build(engine: Engine, target: Path) -> Package:
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
-    meta = {"built_at": built_at.isoformat(), "rows": rows}
-    _meta_path(target).write_text(json.dumps(meta))
     return Package(target, built_at, rows)
 
 
-def _meta_path(target: Path) -> Path:
-    return target.with_name(target.name + ".json")
-
-
 def read(target: Path) -> Package | None:
+    """The package at ``target``, described by its own ``datapackage.json`` (so what is said of
+    it can never belong to another build: the file is swapped in whole)."""
     try:
-        meta = json.loads(_meta_path(target).read_text())
-        if not target.is_file():
-            return None
-        return Package(target, datetime.fromisoformat(meta["built_at"]), int(meta["rows"]))
-    except (OSError, ValueError, KeyError, TypeError):
+        with zipfile.ZipFile(target) as archive:
+            meta = json.loads(archive.read(f"{NAME}/datapackage.json"))
+        return Package(target, datetime.fromisoformat(meta["created"]), int(meta["resources"][0]["rows"]))
+    except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile):
         return None
 
 
