@@ -44,7 +44,9 @@ class Settings(BaseSettings):
     alert_repeat_interval_s: float = 7 * 24 * 3600
     # Evaluate the built-in rules (rules.BUILT_IN_RULES) for the public feed, subscribed or not.
     alert_builtin_rules: bool = True
-    # Webhook delivery: per-attempt time limits (Standard Webhooks suggests 15-30 s).
+    # Webhook delivery: time limits of one attempt (Standard Webhooks suggests 15-30 s).
+    # webhook_timeout_s bounds the whole exchange, from connect to the last byte read, however
+    # slowly the receiver answers; a connect gets webhook_connect_timeout_s of it at most.
     webhook_timeout_s: float = 15.0
     webhook_connect_timeout_s: float = 5.0
     # Delays after the 1st, 2nd, ... failed attempt (about 17 h in all); jittered by +/- the
@@ -53,15 +55,23 @@ class Settings(BaseSettings):
     webhook_retry_jitter: float = 0.2
     webhook_max_retry_after_s: float = 24 * 3600  # cap on a receiver's Retry-After
     webhook_max_response_bytes: int = 64 * 1024
-    # A claimed delivery whose sender died is retried after this long (same webhook-id).
+    # A claimed delivery whose sender died is retried after this long (same webhook-id). The
+    # lease is renewed before each attempt and is never shorter than twice the longest attempt
+    # (DNS + webhook_timeout_s) plus 10 s (webhooks.lease_s), so it cannot run out mid-send.
     webhook_lease_s: float = 120.0
     webhook_workers: int = 4  # parallel sends in one delivery pass
     alert_delivery_interval_s: float = 10.0  # scheduler job sending deliveries that came due
+    # After a crawl, deliveries are sent for at most this long (plus one attempt in flight); the
+    # rest go out with the delivery job or the next crawl. 0 = leave all of them to the job.
+    crawl_delivery_budget_s: float = 10.0
     # Abuse limits for anonymous writes. Creating a subscription without an owner token takes a
-    # token from a bucket per client address (kept in the store, shared by every worker): at most
-    # subscribe_burst at once, refilled at subscribe_per_hour.
+    # token from a bucket per client network (kept in the store, shared by every worker): an IPv4
+    # address, or an IPv6 /64 (one host's allocation), at most subscribe_burst at once, refilled
+    # at subscribe_per_hour. Then one from a bucket shared by all clients: at most
+    # subscribe_global_per_hour new owners an hour (as a burst, too), whatever their addresses.
     subscribe_burst: int = 10
     subscribe_per_hour: float = 20.0
+    subscribe_global_per_hour: float = 200.0
     # Webhook endpoints that never received a delivery plus e-mail addresses not yet confirmed,
     # over all subscriptions; at this many, new ones are refused until some are verified.
     max_unverified_endpoints: int = 1000
@@ -92,6 +102,9 @@ class Settings(BaseSettings):
     # One request in all: connect, headers and body together (a server dripping bytes ends here).
     hub_deadline_s: float = 60.0
     hub_max_retries: int = 4  # retries of one request on 408/429/5xx, timeouts, dropped connections
+    # One request with all its retries and back-off (not counting waits the Hub asks for, which
+    # hub_max_wait_s bounds): past this it is a timeout, retried by a later run.
+    hub_request_budget_s: float = 120.0
     hub_backoff_base_s: float = 1.0  # first backoff after a 5xx/timeout; doubles per retry
     hub_backoff_max_s: float = 60.0
     # Longest RateLimit/Retry-After waits sat out for one request; a longer one ends the run as
@@ -114,6 +127,9 @@ class Settings(BaseSettings):
     # A listed date later than the crawl's clock plus this is stored but never moves a mark.
     crawl_future_tolerance_s: float = 900.0
     crawl_max_models: int | None = None  # per scheduled run; None = no bound
+    # A run's time budget: past it the run stops as if asked to (what was fetched is stored, the
+    # marks stay put, the next run resumes) and is stored as timed_out. None = no bound.
+    crawl_max_run_s: float | None = 3600.0
     crawl_retry_batch: int = 500  # transient failures retried per run
     crawl_retry_base_s: float = 600.0  # first retry delay of a transient failure; doubles per attempt
     crawl_retry_max_s: float = 86_400.0
@@ -154,9 +170,14 @@ class Settings(BaseSettings):
     oracle_interval_s: int = 6 * 3600  # the schedule's sweep for unchecked or stale revisions
     oracle_batch: int = Field(default=200, ge=1, le=10_000)  # revisions per scheduled or after-crawl run
 
-    # JSON API (observatory/web/api_*.py): most rows one CSV export streams; the JSON list
-    # pages instead (queries.MAX_PAGE_SIZE rows a page).
-    api_csv_max_rows: int = 100_000
+    # Exports (observatory/web/export_limits.py, export_package.py). A CSV export is one keyset
+    # page of at most queries.MAX_PAGE_SIZE rows, like the JSON pages; at most this many run at
+    # once per client network and over all clients in one web process (past either, a 429).
+    api_export_per_client: int = 2
+    api_export_concurrency: int = 4
+    # Every stored model at once is a prebuilt data package, rebuilt when a download finds it
+    # older than this.
+    api_export_package_max_age_s: float = 3600.0
 
     @property
     def resolved_database_url(self) -> str:

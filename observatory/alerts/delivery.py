@@ -6,6 +6,14 @@ transaction open, then records each outcome in its own short transaction. If the
 mid-send, the lease runs out and a later pass sends the same delivery again with the **same**
 ``webhook-id``: at-least-once, deduplicable by the receiver, never a second id for one event.
 
+One attempt is bounded as a whole (``ssrf.send_pinned``), and the lease is renewed just before
+each attempt and outlasts any attempt (``webhooks.lease_s``), so a lease never runs out while
+its attempt is under way: a delivery is never sent by two passes at once. A claim whose lease
+ran out while it waited its turn (another pass has claimed it since) is not sent by this pass.
+A stop request (SIGTERM in the worker, through ``hub.transport.cancellable``) ends the attempt
+under way within a tenth of a second and sends nothing more; those deliveries are due again at
+once, for the next process.
+
 Endpoints: 2xx resets the failure count; 410 disables the endpoint at once; a delivery that
 exhausts the retry schedule with no success from the endpoint since it was queued disables it
 too. Disabling fails the endpoint's other pending deliveries and leaves a notice for the owner
@@ -16,9 +24,11 @@ Deliveries of a paused subscription wait (nothing is lost); they go out after it
 
 from __future__ import annotations
 
+import contextvars
 import random
 import smtplib
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -39,10 +49,12 @@ from observatory.alerts.tables import (
 )
 from observatory.alerts.webhooks import (
     AttemptOutcome,
+    lease_s,
     retry_at,
     retry_delay,
     send_webhook,
 )
+from observatory.hub import transport as guarded
 from observatory.settings import Settings
 from observatory.store.db import session_scope
 from observatory.store.tables import utcnow
@@ -83,7 +95,7 @@ def _start_attempt(session: Session, delivery: AlertDelivery, now: datetime, set
     delivery.status = "pending"
     delivery.attempts += 1
     delivery.last_attempt_at = now
-    delivery.next_attempt_at = retry_at(now, settings.webhook_lease_s)  # the lease
+    delivery.next_attempt_at = retry_at(now, lease_s(settings))  # the lease
     attempt = DeliveryAttempt(delivery_id=delivery.id, number=delivery.attempts, manual=manual, started_at=now)
     session.add(attempt)
     session.flush()
@@ -102,6 +114,34 @@ def claim_due(engine: Engine, settings: Settings, now: datetime, limit: int) -> 
             .with_for_update(skip_locked=True)
         ).all()
         return [_start_attempt(session, d, now, settings, manual=False) for d in due]
+
+
+def renew(engine: Engine, settings: Settings, claim: Claim) -> bool:
+    """Extend ``claim``'s lease from now; False when the claim is no longer this pass's (its
+    lease ran out while it waited and another pass claimed it: that pass sends it)."""
+    with session_scope(engine) as session:
+        result = session.execute(
+            sa.update(AlertDelivery)
+            .where(AlertDelivery.id == claim.delivery_id, AlertDelivery.attempts == claim.number,
+                   AlertDelivery.status == "pending")
+            .values(next_attempt_at=retry_at(utcnow(), lease_s(settings)))
+        )
+        return result.rowcount == 1
+
+
+def _not_sent(engine: Engine, claim: Claim, outcome: str, error: str, *, due_now: bool) -> None:
+    """Close an attempt row that sent nothing; ``due_now`` hands the delivery to the next pass."""
+    with session_scope(engine) as session:
+        attempt = session.get(DeliveryAttempt, claim.attempt_id)
+        if attempt is not None:
+            attempt.outcome, attempt.error, attempt.duration_ms = outcome, error, 0
+        if due_now:
+            session.execute(
+                sa.update(AlertDelivery)
+                .where(AlertDelivery.id == claim.delivery_id, AlertDelivery.attempts == claim.number,
+                       AlertDelivery.status == "pending")
+                .values(next_attempt_at=utcnow())
+            )
 
 
 def _send(engine: Engine, settings: Settings, claim: Claim) -> tuple[AttemptOutcome, bool]:
@@ -182,7 +222,10 @@ def record(engine: Engine, settings: Settings, claim: Claim, outcome: AttemptOut
             if endpoint is not None:
                 endpoint.consecutive_failures, endpoint.last_success_at = 0, now
             return "succeeded", None
-        if endpoint is not None and not terminal:
+        if outcome.outcome == "interrupted" and not claim.manual:
+            delivery.next_attempt_at = now  # our stop, not the receiver's fault: due again at once
+            return "retrying", None
+        if endpoint is not None and not terminal and outcome.outcome != "interrupted":
             endpoint.consecutive_failures += 1
             endpoint.last_failure_at = now
         if outcome.outcome == "gone" and endpoint is not None:
@@ -228,15 +271,29 @@ def send_pending_notices(engine: Engine, settings: Settings) -> int:
     return sent
 
 
-def _run(engine: Engine, settings: Settings, claims: list[Claim], report: DeliveryReport) -> None:
+def _run(engine: Engine, settings: Settings, claims: list[Claim], report: DeliveryReport,
+         until: float | None = None) -> None:
     """Subscriptions in parallel; each subscription's deliveries one after another, oldest first,
-    so a receiver that answers promptly sees events in the order they happened."""
+    so a receiver that answers promptly sees events in the order they happened. No attempt
+    starts after ``until`` (monotonic); what is left is due again at once, for the next pass."""
     queues: dict[int, list[Claim]] = {}
     for claim in claims:
         queues.setdefault(claim.subscription_id, []).append(claim)
 
     def drain(queue: list[Claim]) -> None:
         for claim in queue:
+            if guarded.stop_requested():
+                _not_sent(engine, claim, "interrupted", "not sent: shutting down", due_now=True)
+                continue
+            if until is not None and time.monotonic() >= until:
+                _not_sent(engine, claim, "deferred", "not sent in this pass: its time budget was spent; "
+                          "the next pass sends it", due_now=True)
+                continue
+            if not renew(engine, settings, claim):
+                _not_sent(engine, claim, "superseded",
+                          "not sent by this pass: its lease ran out while it waited, and a later pass claimed it",
+                          due_now=False)
+                continue
             outcome, terminal = _send(engine, settings, claim)
             result, disabled = record(engine, settings, claim, outcome, terminal)
             with report.lock:
@@ -251,15 +308,24 @@ def _run(engine: Engine, settings: Settings, claims: list[Claim], report: Delive
         for queue in queues.values():
             drain(queue)
         return
+    # Each task runs in a copy of this thread's context, so a stop request set around the pass
+    # (hub.transport.cancellable) reaches the sends on the pool's threads too.
     with ThreadPoolExecutor(max_workers=max(1, settings.webhook_workers)) as pool:
-        list(pool.map(drain, queues.values()))
+        futures = [pool.submit(contextvars.copy_context().run, drain, queue) for queue in queues.values()]
+        for future in futures:
+            future.result()
 
 
 def deliver_pending(engine: Engine, settings: Settings, *, now: datetime | None = None,
-                    limit: int = 500) -> DeliveryReport:
-    """One pass: send every delivery that is due (up to ``limit``), then waiting notices."""
+                    limit: int = 500, budget_s: float | None = None) -> DeliveryReport:
+    """One pass: send every delivery that is due (up to ``limit``), then waiting notices.
+
+    With ``budget_s`` no attempt starts after that many seconds, so the pass ends within
+    ``budget_s`` plus one attempt (``webhooks.attempt_budget_s``); the rest wait for the next.
+    """
     report = DeliveryReport()
-    _run(engine, settings, claim_due(engine, settings, now or utcnow(), limit), report)
+    until = None if budget_s is None else time.monotonic() + budget_s
+    _run(engine, settings, claim_due(engine, settings, now or utcnow(), limit), report, until)
     report.notices_emailed = send_pending_notices(engine, settings)
     return report
 

@@ -356,8 +356,12 @@ def evaluate_at_start(engine: Engine, settings: Settings) -> EvaluationReport | 
 
 
 def after_crawl(engine: Engine, settings: Settings, run) -> None:
-    """The post-crawl step: evaluate on the new data, then send what is due."""
+    """The post-crawl step: evaluate on the new data, then send what is due within
+    ``crawl_delivery_budget_s`` (issue 21: one slow receiver made ``observatory crawl`` take
+    4 minutes). What is left is sent by the delivery job (``observatory worker``) or the next
+    crawl; 0 leaves all of it to them."""
     from observatory.alerts.delivery import deliver_pending
 
     evaluate(engine, settings, crawl_run_id=getattr(run, "id", None))
-    deliver_pending(engine, settings)
+    if settings.crawl_delivery_budget_s > 0:
+        deliver_pending(engine, settings, budget_s=settings.crawl_delivery_budget_s)

@@ -1,9 +1,11 @@
 """Abuse limits for the anonymous write paths (issue 14: 300 anonymous subscriptions in 4.4 s,
 each a new owner, so the per-owner limit never applied).
 
-- ``take``: a token bucket per purpose and client address, kept in the store (``RateBucket``)
+- ``take``: a token bucket per purpose and client network, kept in the store (``RateBucket``)
   so every web worker and process draws from the same bucket. The read-modify-write runs in
   one write transaction (the store's single writer on SQLite, a row lock on PostgreSQL).
+- ``client_network``: the key a client's address is throttled under (issue 21: twenty IPv6
+  addresses from one /64 created 200 owners, since every address had a bucket of its own).
 - ``unverified_endpoints``: how many channels nobody has shown to work yet, for a global cap:
   webhook endpoints that never answered a delivery with a 2xx, and e-mail addresses not
   confirmed.
@@ -11,6 +13,7 @@ each a new owner, so the per-owner limit never applied).
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from datetime import datetime, timedelta
 
@@ -36,6 +39,22 @@ class LimitExceeded(Exception):
     @property
     def headers(self) -> dict[str, str]:
         return {} if self.retry_after_s is None else {"Retry-After": str(max(1, math.ceil(self.retry_after_s)))}
+
+
+def client_network(client: str) -> str:
+    """What one client is throttled as: an IPv4 address as it is; an IPv6 address by its /64,
+    the smallest allocation a site gets (RFC 6177), so one host cannot mint a bucket per address;
+    an IPv4-mapped IPv6 address (a dual-stack socket's view of an IPv4 peer) as its IPv4 address.
+    Anything that is not an address (a test client's name) is its own key."""
+    try:
+        address = ipaddress.ip_address(client.split("%")[0])
+    except ValueError:
+        return client
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
 
 
 def take(engine: Engine, key: str, *, burst: int, per_hour: float, now: datetime | None = None) -> float | None:

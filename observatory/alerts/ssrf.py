@@ -5,12 +5,17 @@ the system resolver (so numeric spellings such as ``0x7f000001``, ``2130706433``
 and ``127.1`` mean what the C library says they mean) and refuses the URL if **any** address is
 not publicly routable. ``send_pinned`` then connects to a vetted IP itself, sending the original
 ``Host`` header and TLS server name, so a second DNS answer (rebinding) can never redirect the
-request. Redirects are never followed and the response is capped in size and time. Name
+request. Redirects are never followed and the response is capped in size, and the whole exchange
+in time: on the Hub client's guarded sockets (``observatory.hub.transport``), every connect,
+read and write gets only what is left of one deadline, so a receiver that drips its status line
+a byte at a time is cut off at the deadline (issue 21: one held an attempt for 75-125 s with a
+5 s timeout), and a stop request (SIGTERM) ends a read within a tenth of a second. Name
 lookups are bounded in time and number and cached briefly (``BoundedResolver``): the names are
 the caller's choice.
 
 Loopback targets pass only when ``allow_loopback`` is set (tests deliver to 127.0.0.1); private,
-link-local, metadata and transition addresses never pass.
+link-local, metadata, IANA special-purpose and transition addresses never pass (a NAT64 address
+passes only when the IPv4 address it embeds would).
 """
 
 from __future__ import annotations
@@ -25,13 +30,24 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
+
+from observatory.hub import transport as guarded
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 MAX_URL_LENGTH = 2000
 
 # Checked in order; the first match names the reason. Anything else must also be is_global.
+# The IPv4 and IPv6 lists follow IANA's special-purpose address registries
+# (https://www.iana.org/assignments/iana-ipv4-special-registry and
+# https://www.iana.org/assignments/iana-ipv6-special-registry, as of 2025), written out here
+# because Python's ``ipaddress`` knows only the ranges of its release: 3.12 has neither
+# 5f00::/16 (SRv6 SIDs, RFC 9602) nor 3fff::/20 (documentation, RFC 9637), and it calls the
+# IPv4-translated form ::ffff:0:a.b.c.d global (issue 21). Entries the registry marks globally
+# reachable (AS112, PCP/TURN anycast, AMT, ORCHIDv2, DRIP) are not listed: a webhook host there
+# is implausible, and is_global decides. Prefixes that embed an IPv4 address (NAT64's
+# 64:ff9b::/96) are judged by that address in ``address_problem``.
 _NET = ipaddress.ip_network
 _BLOCKED: tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str], ...] = (
     (_NET("169.254.169.254/32"), "cloud metadata address"),
@@ -45,23 +61,37 @@ _BLOCKED: tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str], ...] 
     (_NET("100.64.0.0/10"), "carrier-grade NAT address (100.64.0.0/10)"),
     (_NET("169.254.0.0/16"), "link-local address"),
     (_NET("192.0.0.0/24"), "IETF protocol assignment (192.0.0.0/24)"),
+    (_NET("192.0.2.0/24"), "documentation address (192.0.2.0/24)"),
+    (_NET("192.88.99.0/24"), "6to4 relay anycast address (192.88.99.0/24)"),
     (_NET("198.18.0.0/15"), "benchmarking address (198.18.0.0/15)"),
+    (_NET("198.51.100.0/24"), "documentation address (198.51.100.0/24)"),
+    (_NET("203.0.113.0/24"), "documentation address (203.0.113.0/24)"),
     (_NET("224.0.0.0/4"), "multicast address"),
     (_NET("240.0.0.0/4"), "reserved address (240.0.0.0/4)"),
     (_NET("::1/128"), "loopback address"),
     (_NET("::/128"), "unspecified address"),
     (_NET("::ffff:0:0/96"), "IPv4-mapped IPv6 address"),
+    (_NET("::ffff:0:0:0/96"), "IPv4-translated IPv6 address (RFC 2765)"),
     (_NET("::/96"), "IPv4-compatible IPv6 address"),
-    (_NET("64:ff9b::/96"), "NAT64 address"),
-    (_NET("64:ff9b:1::/48"), "NAT64 address"),
-    (_NET("2002::/16"), "6to4 address"),
+    (_NET("64:ff9b:1::/48"), "local-use NAT64 address (RFC 8215)"),
+    (_NET("::/8"), "reserved IPv6 address (::/8)"),  # after the NAT64 prefixes, which it contains
+    (_NET("100::/64"), "discard-only IPv6 address"),
+    (_NET("100:0:0:1::/64"), "dummy IPv6 prefix (RFC 9780)"),
     (_NET("2001::/32"), "Teredo address"),
+    (_NET("2001:2::/48"), "benchmarking IPv6 address"),
+    (_NET("2001:10::/28"), "deprecated ORCHID address"),
+    (_NET("2001:db8::/32"), "documentation IPv6 address (2001:db8::/32)"),
+    (_NET("2002::/16"), "6to4 address"),
+    (_NET("3fff::/20"), "documentation IPv6 address (3fff::/20, RFC 9637)"),
+    (_NET("5f00::/16"), "SRv6 segment identifier (5f00::/16, RFC 9602)"),
     (_NET("fc00::/7"), "unique local IPv6 address"),
     (_NET("fe80::/10"), "link-local IPv6 address"),
     (_NET("fec0::/10"), "site-local IPv6 address"),
     (_NET("ff00::/8"), "multicast address"),
-    (_NET("100::/64"), "discard-only IPv6 address"),
 )
+# NAT64's well-known prefix (RFC 6052) carries an IPv4 address in its last 32 bits: it reaches
+# that address through a translator, so it is as safe as that address and no safer.
+_NAT64 = _NET("64:ff9b::/96")
 _LOOPBACK = (_NET("127.0.0.0/8"), _NET("::1/128"))
 
 
@@ -96,6 +126,10 @@ def address_problem(address: IPAddress, *, allow_loopback: bool = False) -> str 
     plain = ipaddress.ip_address(str(address).split("%")[0])
     if allow_loopback and any(plain in net for net in _LOOPBACK):
         return None
+    if plain.version == 6 and plain in _NAT64:
+        embedded = ipaddress.IPv4Address(int(plain) & 0xFFFFFFFF)
+        problem = address_problem(embedded)  # never loopback: the switch is for 127.0.0.1 itself
+        return f"NAT64 address mapping to {embedded} ({problem})" if problem else None
     for net, reason in _BLOCKED:
         if plain.version == net.version and plain in net:
             return reason
@@ -266,7 +300,7 @@ def vet_url(
 @dataclass(frozen=True)
 class PinnedResponse:
     status_code: int
-    headers: httpx.Headers
+    headers: httpx2.Headers
     body: bytes  # at most max_response_bytes
     address: str
     elapsed_s: float
@@ -283,14 +317,19 @@ def send_pinned(
 ) -> PinnedResponse:
     """POST ``content`` to a vetted address (never re-resolving the host); no redirects followed.
 
-    The whole exchange is bounded: connect, write and each read by the timeouts, and the body by
-    ``max_response_bytes`` and an overall deadline of ``timeout_s`` from the first byte sent.
-    Raises ``httpx.TimeoutException`` / ``httpx.TransportError`` on failure.
+    ``timeout_s`` bounds the whole exchange, from the first connect to the last byte read (every
+    vetted address tried included); ``connect_timeout_s`` bounds one connect within it. The body
+    is read up to ``max_response_bytes`` or the deadline, whichever comes first: the status
+    line is what matters, a truncated body is still a response. Raises
+    ``httpx2.TimeoutException`` / ``httpx2.TransportError`` on failure and
+    ``guarded.Cancelled`` when a stop was requested (``guarded.cancellable``).
     """
     started = time.monotonic()
-    timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
+    timeout = httpx2.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s))
     last_error: Exception | None = None
-    with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False) as client:
+    transport = guarded.guarded_transport(limits=httpx2.Limits(max_connections=1), proxy=None, trust_env=False)
+    with guarded.deadline(timeout_s), httpx2.Client(
+            transport=transport, timeout=timeout, follow_redirects=False, trust_env=False) as client:
         for address in vetted.addresses:
             request = client.build_request(
                 "POST",
@@ -301,18 +340,17 @@ def send_pinned(
             )
             try:
                 response = client.send(request, stream=True)
-            except httpx.ConnectError as exc:  # try the next vetted address
+            except httpx2.ConnectError as exc:  # try the next vetted address
                 last_error = exc
                 continue
             try:
                 body = bytearray()
-                deadline = started + connect_timeout_s + timeout_s
                 for chunk in response.iter_raw():
                     body += chunk
-                    if len(body) >= max_response_bytes or time.monotonic() > deadline:
+                    if len(body) >= max_response_bytes:
                         break
-            except httpx.TransportError:
-                pass  # the status line is what matters; a truncated body is still a response
+            except httpx2.TransportError:
+                pass  # the deadline or the receiver ended the body; the status line is what matters
             finally:
                 response.close()
             return PinnedResponse(

@@ -92,18 +92,28 @@ def create(
     """Validate everything first, then store the subscription in one transaction.
 
     ``client`` is the caller's address: a creation without an owner token (a new owner) takes a
-    token from that address's bucket first, before any input is looked at (a webhook URL makes
-    us resolve a name). New webhook and e-mail channels are refused while
+    token from its network's bucket (``limits.client_network``) and then from the overall one,
+    before any input is looked at (a webhook URL makes us resolve a name). New webhook and e-mail channels are refused while
     ``max_unverified_endpoints`` others wait to be verified. Both raise ``limits.LimitExceeded``.
     """
     if owner_token is None and client is not None:
-        wait = limits.take(engine, f"subscribe:{client}", burst=settings.subscribe_burst,
+        network = limits.client_network(client)
+        wait = limits.take(engine, f"subscribe:{network}", burst=settings.subscribe_burst,
                            per_hour=settings.subscribe_per_hour)
         if wait is not None:
             raise limits.LimitExceeded(
                 f"too many new subscriptions from this address; try again in {math.ceil(wait)} s "
-                f"(at most {settings.subscribe_burst} at once, {settings.subscribe_per_hour:g} an hour)",
+                f"(at most {settings.subscribe_burst} at once, {settings.subscribe_per_hour:g} an hour "
+                f"from {network})",
                 status=429, retry_after_s=wait)
+        # The overall cap: many networks (a botnet, a cloud's address pool) still share it.
+        overall = max(1, int(settings.subscribe_global_per_hour))
+        wait = limits.take(engine, "subscribe-all", burst=overall, per_hour=settings.subscribe_global_per_hour)
+        if wait is not None:
+            raise limits.LimitExceeded(
+                f"too many new subscriptions from all clients; try again in {math.ceil(wait)} s "
+                f"(at most {settings.subscribe_global_per_hour:g} new owners an hour)",
+                status=503, retry_after_s=wait)
     errors: list[str] = []
     name = (name or "").strip()
     if not name or len(name) > 200:

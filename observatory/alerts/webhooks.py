@@ -18,10 +18,11 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-import httpx
+import httpx2
 from standardwebhooks import Webhook
 
 from observatory.alerts import ssrf
+from observatory.hub import transport as guarded
 from observatory.hub.ratelimit import retry_after_seconds
 from observatory.settings import Settings
 
@@ -77,7 +78,9 @@ def sign_headers(secret: str, webhook_id: str, body: str, at: datetime) -> dict[
 
 @dataclass(frozen=True)
 class AttemptOutcome:
-    outcome: str  # success | failure | redirect | gone | throttled | timeout | blocked | error
+    # success | failure | redirect | gone | throttled | timeout | blocked | error, or
+    # interrupted (a stop request ended it: not the receiver's fault, sent again soon)
+    outcome: str
     status_code: int | None = None
     error: str | None = None
     response_excerpt: str | None = None
@@ -90,7 +93,7 @@ class AttemptOutcome:
         return self.outcome == "success"
 
 
-def classify(status: int, headers: httpx.Headers, now: datetime) -> tuple[str, str | None, float | None]:
+def classify(status: int, headers: httpx2.Headers, now: datetime) -> tuple[str, str | None, float | None]:
     """(outcome, error, retry_after_s) for an HTTP answer."""
     if 200 <= status < 300:
         return "success", None, None
@@ -124,9 +127,12 @@ def send_webhook(url: str, secret: str, webhook_id: str, body: str, settings: Se
             connect_timeout_s=settings.webhook_connect_timeout_s,
             max_response_bytes=settings.webhook_max_response_bytes,
         )
-    except httpx.TimeoutException as exc:
-        return AttemptOutcome("timeout", error=f"timed out ({type(exc).__name__})")
-    except httpx.HTTPError as exc:
+    except httpx2.TimeoutException as exc:
+        return AttemptOutcome("timeout", error=f"no complete answer within {settings.webhook_timeout_s:g} s "
+                                               f"({type(exc).__name__})")
+    except guarded.Cancelled:
+        return AttemptOutcome("interrupted", error="stopped mid-attempt (shutting down); sent again soon")
+    except httpx2.HTTPError as exc:
         return AttemptOutcome("error", error=f"{type(exc).__name__}: {exc}"[:500])
     outcome, error, retry_after = classify(response.status_code, response.headers, now)
     return AttemptOutcome(
@@ -138,6 +144,18 @@ def send_webhook(url: str, secret: str, webhook_id: str, body: str, settings: Se
         target_ip=response.address,
         duration_ms=int(response.elapsed_s * 1000),
     )
+
+
+def attempt_budget_s(settings: Settings) -> float:
+    """The longest one attempt can take: resolving the host, then the whole exchange."""
+    return settings.webhook_dns_timeout_s + settings.webhook_timeout_s
+
+
+def lease_s(settings: Settings) -> float:
+    """How long a claimed delivery stays claimed. It is renewed just before each attempt, and
+    outlasts any one attempt by design, so it never runs out while its attempt is under way
+    (issue 21: it did, and two ids went out twice at once)."""
+    return max(settings.webhook_lease_s, 2 * attempt_budget_s(settings) + 10.0)
 
 
 def vet(url: str, settings: Settings) -> ssrf.VettedURL:

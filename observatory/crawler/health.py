@@ -32,6 +32,8 @@ def run_summary(run: CrawlRun, *, ever_succeeded: bool) -> str:
         return "rate limited by the Hub" + (f" — next try after {retry_at[:16].replace('T', ' ')} UTC" if retry_at else "")
     if run.status == "interrupted":
         return "interrupted — the next run resumes"
+    if run.status == "timed_out":
+        return "stopped at its time budget — the next run resumes"
     return run.status
 
 

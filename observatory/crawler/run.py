@@ -82,7 +82,8 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
     (``pipeline.crawl`` passes the after-crawl steps).
 
     The run's status says how it ended: ``ok``; ``interrupted`` (``should_stop`` said so, polled
-    by every wait and socket read, or the lease was lost); ``rate_limited`` (the Hub asked for a
+    by every wait and socket read, or the lease was lost); ``timed_out`` (the run reached
+    ``crawl_max_run_s``: stopped the same way); ``rate_limited`` (the Hub asked for a
     longer wait than ``hub_max_wait_s``; ``stats["retry_at"]`` says when to come back);
     ``unreachable`` (no connection to the Hub: offline); ``failed`` (the Hub refused or broke the
     listing). Each is stored with its reason, fetched configs kept and marks where they were.
@@ -102,7 +103,16 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
             store.load_scope(session, scope)
             run = CrawlRun(scope=scope.name, started_at=now, status="running")
             session.add(run)
-        job = _Crawl(engine, settings, scope, run.id, holder, progress, should_stop)
+        asked_to_stop = should_stop or (lambda: False)
+        # The run's time budget works as a stop request (every wait and read sees it, fetched
+        # results are stored, marks stay where they are), and the run is stored as timed_out.
+        budget = settings.crawl_max_run_s
+        ends = None if budget is None else time.monotonic() + budget
+
+        def out_of_time() -> bool:
+            return ends is not None and time.monotonic() >= ends
+
+        job = _Crawl(engine, settings, scope, run.id, holder, progress, lambda: asked_to_stop() or out_of_time())
         status, error, extra = "ok", None, {}
         started = time.monotonic()
         with hub_session.counting() as counter, transport.cancellable(job.should_stop):
@@ -132,12 +142,14 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
                 status, error = "failed", _one_line(exc)
                 raise
             finally:
+                if status == "interrupted" and out_of_time() and not asked_to_stop():
+                    status, error = "timed_out", f"stopped at the run's time budget (crawl_max_run_s = {budget:g} s)"
                 job.close()
                 run = _finish(engine, run.id, job, status, error, counter.snapshot(),
                               time.monotonic() - started, extra)
     finally:
         lease.release(engine, LEASE_NAME, holder)
-    if after is not None and not job.should_stop():  # shutting down: the next start-up brings trends up to date
+    if after is not None and not asked_to_stop():  # shutting down: the next start-up brings trends up to date
         after(engine, settings, run)
     return run
 

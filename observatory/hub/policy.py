@@ -4,6 +4,11 @@ One GET (``send``) with:
 
 - a **deadline** for the whole exchange, connect, headers and body (``hub_deadline_s``), and a
   per-operation timeout (``hub_timeout_s``, ``hub_connect_timeout_s``);
+- a **budget** for the request with all its retries and our back-off between them
+  (``hub_request_budget_s``; issue 21: a dripping config cost 5 x 60 s plus back-off, holding
+  one fetch slot for five minutes). The waits the server asks for are bounded apart, by
+  ``hub_max_wait_s``; each attempt's deadline is cut to what is left of the budget, and when
+  nothing is left the request ends as a timeout, which the crawler records as transient;
 - **retries** of 408/429/5xx answers, timeouts and dropped connections (``hub_max_retries``),
   waiting what the server asks (``RateLimit`` ``t`` when the window is spent, ``Retry-After``)
   or an exponential backoff. The server's waits add up per request and are honoured up to
@@ -22,6 +27,7 @@ which sleeps ``Retry-After + 1`` seconds with no cap and no way to stop it (hub-
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -86,6 +92,7 @@ def send(settings: Settings, url: str, read: Callable[[httpx2.Response], T], *, 
     """
     bucket = bucket_of(httpx2.URL(url).path)
     waited = 0.0  # what the server made this request wait so far
+    spent = 0.0  # attempts and our own back-off: what hub_request_budget_s bounds
     attempts = settings.hub_max_retries + 1
     for attempt in range(attempts):
         final = attempt == attempts - 1
@@ -94,9 +101,14 @@ def send(settings: Settings, url: str, read: Callable[[httpx2.Response], T], *, 
             raise RateLimited(pending)
         waited += pending
         transport.wait(pending)
+        left = settings.hub_request_budget_s - spent
+        if left <= 0:
+            raise _budget_spent(settings, attempt)
         retry_now = False
+        started = time.monotonic()
         try:
-            with transport.deadline(settings.hub_deadline_s), _open(settings, url, params, headers) as response:
+            with transport.deadline(min(settings.hub_deadline_s, left)), \
+                    _open(settings, url, params, headers) as response:
                 if final or response.status_code not in RETRY_STATUSES:
                     return read(response)
                 # The response hook has paused the bucket if the server named a wait.
@@ -106,9 +118,20 @@ def send(settings: Settings, url: str, read: Callable[[httpx2.Response], T], *, 
         except (httpx2.TimeoutException, httpx2.TransportError):
             if final:
                 raise
+        finally:
+            spent += time.monotonic() - started
         if not retry_now:
-            transport.wait(min(settings.hub_backoff_max_s, settings.hub_backoff_base_s * 2 ** attempt))
+            backoff = min(settings.hub_backoff_max_s, settings.hub_backoff_base_s * 2 ** attempt)
+            if spent + backoff >= settings.hub_request_budget_s:
+                raise _budget_spent(settings, attempt + 1)
+            transport.wait(backoff)
+            spent += backoff
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _budget_spent(settings: Settings, attempts: int) -> httpx2.TimeoutException:
+    return httpx2.ReadTimeout(f"no answer within hub_request_budget_s ({settings.hub_request_budget_s:g} s) "
+                              f"over {attempts} attempt{'s' if attempts != 1 else ''} and their back-off")
 
 
 @contextmanager

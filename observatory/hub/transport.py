@@ -141,14 +141,17 @@ class GuardedBackend(httpcore2.NetworkBackend):
         wait(seconds)
 
 
-def guarded_transport(*, limits: httpx2.Limits, proxy: str | None) -> httpx2.HTTPTransport:
+def guarded_transport(*, limits: httpx2.Limits, proxy: str | None, trust_env: bool = True) -> httpx2.HTTPTransport:
     """httpx2's own transport (connection pool, proxy, TLS from the environment) on guarded sockets.
+
+    ``trust_env=False`` (webhook delivery, which connects to a vetted address itself) ignores
+    proxy and TLS settings from the environment.
 
     httpx2 offers no public way to choose the pool's network backend; ``_pool._network_backend``
     is where httpcore2's pool (direct or through a proxy) keeps it (httpx2 2.16, httpcore2 2.16).
     ``tests/integration/test_hub_deadlines.py`` fails if that ever stops taking effect.
     """
-    transport = httpx2.HTTPTransport(limits=limits, proxy=proxy, trust_env=True)
+    transport = httpx2.HTTPTransport(limits=limits, proxy=proxy, trust_env=trust_env)
     pool = transport._pool
     pool._network_backend = GuardedBackend(pool._network_backend)
     return transport

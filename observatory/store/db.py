@@ -126,18 +126,25 @@ def batches(items: Iterable, size: int = IN_BATCH) -> Iterator[list]:
         yield batch
 
 
+# The longest a session waits for a pooled connection (SQLAlchemy's default is 30 s); then it
+# raises ``sqlalchemy.exc.TimeoutError``, which the web answers as a 503 with Retry-After.
+POOL_TIMEOUT_S = 5.0
+
+
 def make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 15})
+        engine = create_engine(url, pool_timeout=POOL_TIMEOUT_S,
+                               connect_args={"check_same_thread": False, "timeout": 15})
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
     elif parsed.get_backend_name() == "postgresql":
         # UTC whatever the server's default: date(created_at) must cut days where SQLite does.
         options = " ".join(filter(None, [parsed.query.get("options"), "-c timezone=UTC"]))
-        engine = create_engine(url, pool_pre_ping=True, connect_args={"options": options})
+        engine = create_engine(url, pool_pre_ping=True, pool_timeout=POOL_TIMEOUT_S,
+                               connect_args={"options": options})
         event.listen(engine, "begin", _postgresql_begin)
         event.listen(engine, "before_cursor_execute", _postgresql_text_params, retval=True)
     else:

@@ -86,7 +86,7 @@ class HeadAsGet:
 
 
 API_MODULES = tuple(f"observatory.web.api.{name}" for name in (
-    "docs", "models", "compare", "trends", "hardware", "crawl", "claims", "alerts"))
+    "docs", "models", "exports", "compare", "trends", "hardware", "crawl", "claims", "alerts"))
 PAGE_MODULES = tuple(f"observatory.web.pages.{name}" for name in (
     "home", "trends", "models", "model", "compare", "hardware", "claims", "research", "prices", "crawl", "methodology",
     "benchmarks", "alerts", "feeds"))

@@ -6,15 +6,20 @@ error a route can return. A 405 names in ``Allow`` every method the app serves a
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import get_route_path
 
 from observatory.web.rendering import error_page, wants_html
+
+log = logging.getLogger(__name__)
 
 
 class ErrorBody(BaseModel):
@@ -41,7 +46,17 @@ ERROR_RESPONSES: dict[int | str, dict] = {
     400: {"model": ErrorBody, "description": "Bad parameter"},
     404: {"model": ErrorBody, "description": "Not found"},
     422: {"model": ErrorBody, "description": "Invalid parameter"},
+    503: {"model": ErrorBody, "description": "Busy: no database connection came free in time "
+                                             "(Retry-After says when to try again)"},
 }
+# Routes that count against the export caps (observatory.web.export_limits) add this.
+EXPORT_BUSY: dict[int | str, dict] = {
+    429: {"model": ErrorBody, "description": "Too many exports running, from this address or over all "
+                                             "clients (Retry-After says when to try again)"},
+}
+# A request that found every pooled connection taken for this long answers 503 (issue 21: the
+# pool's timeout surfaced as a plain-text 500); soon is when one is likely to be free again.
+POOL_RETRY_AFTER_S = 2
 
 
 class ApiError(Exception):
@@ -66,6 +81,20 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError):
         return error_response(422, [_describe(e) for e in exc.errors()])
+
+    @app.exception_handler(PoolTimeout)
+    async def _pool_exhausted(request: Request, exc: PoolTimeout):
+        message = "the service is busy (no database connection came free in time); try again shortly"
+        headers = {"Retry-After": str(POOL_RETRY_AFTER_S)}
+        if wants_html(request):
+            return error_page(request, 503, [message], headers=headers)
+        return error_response(503, [message], headers=headers)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception):
+        # Starlette's own answer is plain text; ours keeps the shape (the traceback is logged).
+        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return error_response(500, ["internal error (logged on the server)"])
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):

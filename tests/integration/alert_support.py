@@ -4,6 +4,7 @@ HTTP / SMTP receivers on 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from datetime import datetime, timezone
@@ -233,3 +234,68 @@ class Receiver:
                     return list(self.requests)
             time.sleep(0.02)
         raise AssertionError(f"expected {count} requests, got {len(self.requests)}")
+
+
+class DrippingReceiver:
+    """A receiver on 127.0.0.1 that reads the request, then sends its status line and headers
+    one byte every ``interval_s`` (each gap far inside any per-read timeout), as the issue-21
+    receiver did. It records how many bytes went out and whether the sender hung up first;
+    ``first_byte`` is set once the answer has begun. Every wait is bounded."""
+
+    ANSWER = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n" + b"x-drip: " + b"." * 200 + b"\r\n" \
+             + b"content-length: 2\r\n\r\nok"
+
+    def __init__(self, interval_s: float = 0.25) -> None:
+        self.interval_s = interval_s
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)
+        self.sent = 0
+        self.cut_off = False  # the sender closed the connection before the answer was complete
+        self.requests = 0
+        self.first_byte = threading.Event()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}/hook"
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(5)
+                try:
+                    conn.recv(65536)
+                except OSError:
+                    continue
+                self.requests += 1
+                for byte in self.ANSWER:
+                    if self.stop.wait(self.interval_s):
+                        return
+                    try:
+                        conn.sendall(bytes([byte]))
+                    except OSError:  # the sender hung up: the next connection, if any
+                        self.cut_off = True
+                        break
+                    self.sent += 1
+                    self.first_byte.set()
+
+    def wait_cut_off(self, timeout: float = 10.0) -> bool:
+        """True once the sender has hung up (a write failed); False if it never did in time."""
+        end = time.monotonic() + timeout
+        while not self.cut_off and time.monotonic() < end:
+            time.sleep(0.05)
+        return self.cut_off
+
+    def __enter__(self) -> DrippingReceiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+        self.listener.close()

@@ -68,3 +68,35 @@ def test_the_limit_holds_across_the_worker_processes_of_a_real_server(tmp_path):
             statuses = [client.post("/api/v1/subscriptions", json={"name": "n", "rules": [{"kind": "new_dialect"}]},
                                     headers={"connection": "close"}).status_code for _ in range(8)]
     assert sorted(statuses) == [201] * 3 + [429] * 5
+
+
+def test_ipv6_clients_are_throttled_by_their_64_and_ipv4_by_address(limited):
+    """Issue 21: twenty addresses from one /64 made 200 owners. Now the /64 is one bucket."""
+    def post(address: str) -> httpx.Response:
+        with TestClient(create_app(limited), client=(address, 40000)) as client:
+            return client.post("/api/v1/subscriptions", json=BODY)
+
+    same_64 = [f"2001:db8:1:2::{i:x}" for i in range(1, 6)] + ["2001:db8:1:2:ffff:ffff:ffff:ffff"]
+    codes = [post(address).status_code for address in same_64]
+    assert codes == [201, 201, 201, 429, 429, 429]  # burst 3 for the whole /64
+    refused = post("2001:db8:1:2:abcd::1")
+    assert "2001:db8:1:2::/64" in refused.json()["error"] and "Retry-After" in refused.headers
+    assert post("2001:db8:1:3::1").status_code == 201  # the next /64 is another network
+
+    # IPv4 by address: a neighbour is another client; an IPv4-mapped spelling is the same one.
+    assert [post("198.51.100.7").status_code for _ in range(3)] == [201, 201, 201]
+    assert post("::ffff:198.51.100.7").status_code == 429
+    assert post("198.51.100.8").status_code == 201
+
+
+def test_new_owners_from_all_networks_share_an_overall_cap(limited):
+    capped = limited.model_copy(update={"subscribe_global_per_hour": 4.0})
+    answers = []
+    for i in range(6):  # six networks, each well within its own bucket
+        with TestClient(create_app(capped), client=(f"2001:db8:{i + 1}::1", 40000)) as client:
+            answers.append(client.post("/api/v1/subscriptions", json=BODY))
+    assert [a.status_code for a in answers] == [201, 201, 201, 201, 503, 503]
+    over = answers[-1]
+    assert over.json()["error"].startswith("too many new subscriptions from all clients")
+    assert set(over.json()) == {"ok", "error", "errors", "status"} and over.json()["status"] == 503
+    assert 1 <= int(over.headers["Retry-After"]) <= 900  # 4 an hour: one back within 15 minutes

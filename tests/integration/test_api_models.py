@@ -30,7 +30,7 @@ SORTS = ("created_at", "downloads", "group_size", "kv_bytes_per_token", "id")
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    settings, engine = built_store(tmp_path_factory.mktemp("api-models"), api_csv_max_rows=100)
+    settings, engine = built_store(tmp_path_factory.mktemp("api-models"))
     yield settings, engine
     engine.dispose()
 
@@ -182,29 +182,42 @@ def parse_csv(text: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("path, extra", [("/api/v1/models.csv", {}), ("/api/v1/models", {"format": "csv"})])
-def test_csv_streams_every_page_of_the_same_query(client, rows, path, extra):
+def test_csv_pages_follow_the_same_keyset_links_as_json(client, rows, path, extra):
+    """Issue 21: the CSV export ignored ``size`` and streamed up to 100,000 rows per request."""
+    expected = oracle(rows, kind=["GQA"], sort="downloads")
+    got, url, pages = [], None, 0
     r = client.get(path, params={"kind": "GQA", "sort": "downloads", "size": 2, **extra})
-    assert r.status_code == 200
-    assert r.headers["content-type"].startswith("text/csv")
-    assert "attachment" in r.headers["content-disposition"]
-    parsed = parse_csv(r.text)
-    assert [row["id"] for row in parsed] == oracle(rows, kind=["GQA"], sort="downloads")
-    assert list(parsed[0]) == list(client.get("/api/v1/models").json()["rows"][0])
+    while True:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
+        assert "attachment" in r.headers["content-disposition"] and r.headers["x-max-size"] == "500"
+        parsed = parse_csv(r.text)
+        assert len(parsed) <= 2
+        got += [row["id"] for row in parsed]
+        pages += 1
+        url = r.headers.get("x-next-url")
+        if url is None:
+            assert "link" not in r.headers
+            break
+        assert r.headers["link"] == f'<{url}>; rel="next"'
+        r = client.get(url)
+    assert got == expected and pages == -(-len(expected) // 2)
+    assert list(parse_csv(client.get(path, params=extra).text)[0]) == list(client.get("/api/v1/models").json()["rows"][0])
 
 
-def test_csv_stops_at_the_row_limit(tmp_path):
-    settings, engine = built_store(tmp_path, api_csv_max_rows=5)
-    engine.dispose()
-    with TestClient(create_app(settings)) as c:
-        r = c.get("/api/v1/models.csv")
-    assert r.headers["x-row-limit"] == "5"
-    assert len(parse_csv(r.text)) == 5
+@pytest.mark.parametrize("path", ["/api/v1/models.csv", "/models.csv"])
+def test_csv_size_has_the_documented_maximum(client, path):
+    json_page = client.get(path.replace(".csv", ".json") if path == "/models.csv" else "/api/v1/models").json()
+    assert len(parse_csv(client.get(path).text)) == len(json_page["rows"])  # the JSON page's default size
+    assert len(parse_csv(client.get(path, params={"size": 3}).text)) == 3
+    r = client.get(path, params={"size": 501})
+    assert r.status_code in (400, 422) and "size" in r.text
+    assert client.get(path, params={"size": 500}).status_code == 200
 
 
 def test_csv_continues_from_a_json_token(client, rows):
     token = client.get("/api/v1/models", params={"size": 5}).json()["next"]
-    parsed = parse_csv(client.get("/api/v1/models.csv", params={"next": token}).text)
-    assert [r["id"] for r in parsed] == oracle(rows)[5:]
+    parsed = parse_csv(client.get("/api/v1/models.csv", params={"next": token, "size": 500}).text)
+    assert [r["id"] for r in parsed] == oracle(rows)[5:505]
 
 
 def test_csv_neutralises_formulas(store, client):

@@ -120,3 +120,41 @@ def test_the_hubs_own_redirect_to_resolve_cache_is_followed(engine, hub_settings
         run = crawl(engine, hub_settings.model_copy(update={"hf_endpoint": redirecting.url}), since=LONG_AGO)
     assert run.status == "ok" and run.new == 3 and set(revisions_by_model(engine)) == set(ids)
     assert run.stats["requests_by_kind"]["config"] == 6  # the 307 and the answer, per model
+
+
+def test_a_dripping_config_with_retries_ends_at_the_request_budget(engine, hub, hub_settings):
+    """Issue 21, finding 8: each attempt met its deadline, but deadline x retries plus back-off
+    held one fetch slot for about five minutes. Ten retries are allowed here; the budget of
+    2.5 s over 1 s attempts leaves room for three or four of them."""
+    ids = populate(hub, 4)
+    body = json.dumps(LLAMA).encode()
+    hub.add_fault("resolve", 200, repo=ids[0], times=-1, body=body, drip_s=0.2)
+    bounded = hub_settings.model_copy(update={"hub_timeout_s": 2.0, "hub_deadline_s": 1.0, "hub_max_retries": 10,
+                                              "hub_request_budget_s": 2.5})
+
+    run = crawl(engine, bounded, since=LONG_AGO)
+
+    failure = failures(engine)[ids[0]]
+    assert failure.reason == "timeout" and failure.transient
+    assert "hub_request_budget_s" in failure.detail
+    assert hub.counts["faults"] <= 4  # not the 11 attempts the retries alone would allow
+    assert run.status == "ok" and set(revisions_by_model(engine)) == set(ids[1:])
+
+
+def test_a_run_past_its_time_budget_ends_as_timed_out_with_its_marks_safe(engine, hub, hub_settings):
+    ids = populate(hub, 6)
+    body = json.dumps(LLAMA).encode()  # ~150 bytes at 0.2 s each: a fetch that takes ~30 s
+    hub.add_fault("resolve", 200, repo=ids[2], times=-1, body=body, drip_s=0.2)
+    patient = hub_settings.model_copy(update={"hub_timeout_s": 5.0, "hub_deadline_s": 60.0, "hub_max_retries": 0,
+                                              "hub_request_budget_s": 120.0, "crawl_max_run_s": 1.5})
+
+    run = crawl(engine, patient, since=LONG_AGO)
+
+    assert run.status == "timed_out" and "crawl_max_run_s = 1.5 s" in run.error
+    assert ids[2] not in revisions_by_model(engine)  # cut off mid-drip, not stored
+    assert scope_state(engine).created_mark is None  # a first run cut short moves no mark
+
+    # The next run (no budget trouble now) resumes and stores everything.
+    hub.faults.clear()
+    again = crawl(engine, hub_settings, since=LONG_AGO)
+    assert again.status == "ok" and set(revisions_by_model(engine)) == set(ids)

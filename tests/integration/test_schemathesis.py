@@ -33,6 +33,7 @@ from observatory.alerts.evaluate import evaluate  # noqa: E402
 from observatory.store.db import read_session  # noqa: E402
 from observatory.store.queries.models import ModelListParams, SortKey, list_models  # noqa: E402
 from observatory.web.app import create_app  # noqa: E402
+from observatory.web.export_package import package_builder  # noqa: E402
 
 MAX_EXAMPLES = 100
 # Nothing listens on port 9 of 127.0.0.1: webhook and SMTP connections fail at once.
@@ -41,7 +42,7 @@ CLOSED = "127.0.0.1:9"
 
 def _app(tmp_dir: Path):
     config, engine = built_store(
-        tmp_dir, refresh=True, api_csv_max_rows=200,
+        tmp_dir, refresh=True,
         allow_loopback_webhooks=True, allow_http_webhooks=True, webhook_timeout_s=0.5, webhook_connect_timeout_s=0.5,
         smtp_host="127.0.0.1", smtp_port=9, smtp_timeout_s=0.5,  # e-mail subscriptions are offered
     )
@@ -53,7 +54,11 @@ def _app(tmp_dir: Path):
         tokens = {(sort, order): list_models(session, ModelListParams(sort=sort, order=order, size=1)).next
                   for sort in get_args(SortKey) for order in ("asc", "desc")}
     engine.dispose()
-    return create_app(config), created.owner_token, tokens
+    app = create_app(config)
+    builder = package_builder(app)  # a built data package: its first download would be a 503 (being built)
+    builder.start()
+    builder.wait(60)
+    return app, created.owner_token, tokens
 
 
 # schemathesis' fixture-based loader (``from_fixture``) does not run under pytest 9, so the

@@ -29,6 +29,7 @@ from observatory.alerts.tables import Alert
 from observatory.store.db import read_session
 from observatory.testing.server import free_port
 from observatory.web.app import create_app
+from observatory.web.export_package import package_builder
 
 MODEL = "alpha/llama-7b"
 TIMEOUT_S = 5.0  # a blocked request would wait the 15 s busy timeout
@@ -86,7 +87,8 @@ def site(tmp_path_factory):
         "/.json": "/.json",
         "/models": "/models",
         "/models.json": "/models.json?kind=MLA",
-        "/models.csv": "/models.csv?_stream=on",
+        "/models.csv": "/models.csv?size=500",
+        "/api/v1/exports/gqa-observatory-models.zip": "/api/v1/exports/gqa-observatory-models.zip",
         "/models/{model_path}": f"/models/{MODEL}",
         "/hardware": "/hardware",
         "/hardware.json": "/hardware.json",
@@ -138,6 +140,9 @@ def site(tmp_path_factory):
         "/compare.csv": "/compare.csv?models=alpha/llama-70b,gamma/latent-v3",
     }
     headers = {"Authorization": f"Bearer {created.owner_token}"}
+    builder = package_builder(app)  # the data package is built before the lock is taken (it reads too)
+    builder.start()
+    assert builder.wait(60) is not None
     with serving(app) as base:
         yield {"app": app, "base": base, "db": settings.resolved_database_url.removeprefix("sqlite:///"),
                "urls": urls, "headers": headers, "settings": settings}

@@ -52,8 +52,28 @@ REFUSED = [
     ("http://255.255.255.255/", "reserved"),
     ("http://198.18.0.1/", "benchmarking"),
     ("http://192.0.0.8/", "IETF"),
-    ("http://192.0.2.1/", "not globally routable"),  # TEST-NET-1
-    ("http://[2001:db8::1]/", "not globally routable"),  # documentation prefix
+    ("http://192.0.2.1/", "documentation"),  # TEST-NET-1
+    ("http://198.51.100.7/", "documentation"),  # TEST-NET-2
+    ("http://203.0.113.9/", "documentation"),  # TEST-NET-3
+    ("http://[2001:db8::1]/", "documentation"),
+    # Issue 21: forms an older check (and Python's ipaddress) let through.
+    ("http://[::ffff:0:a9fe:a9fe]/", "IPv4-translated"),  # 169.254.169.254, RFC 2765 spelling
+    ("http://[::ffff:0:7f00:1]/", "IPv4-translated"),
+    ("http://[::ffff:0:808:808]/", "IPv4-translated"),  # refused even when the IPv4 is public
+    ("http://[::ffff:169.254.169.254]/", "IPv4-mapped"),
+    ("http://[::a9fe:a9fe]/", "IPv4-compatible"),
+    ("http://[::1:0:0:1]/", "reserved IPv6"),  # the rest of ::/8
+    ("http://[64:ff9b::a9fe:a9fe]/", "NAT64 address mapping to 169.254.169.254"),
+    ("http://[64:ff9b::a00:1]/", "NAT64 address mapping to 10.0.0.1"),
+    ("http://[64:ff9b::c0a8:101]/", "NAT64 address mapping to 192.168.1.1"),
+    ("http://[5f00::1]/", "SRv6"),  # RFC 9602 (2024)
+    ("http://[5f00:1234:5678::1]/", "SRv6"),
+    ("http://[3fff::1]/", "documentation"),  # RFC 9637 (2024)
+    ("http://[3fff:fff:ffff::1]/", "documentation"),
+    ("http://[100:0:0:1::1]/", "dummy"),  # RFC 9780
+    ("http://[2001:2::1]/", "benchmarking"),
+    ("http://[2001:10::1]/", "ORCHID"),
+    ("http://192.88.99.1/", "6to4 relay"),
 ]
 
 
@@ -129,6 +149,16 @@ def test_malformed_or_disallowed_urls(url, words):
     with pytest.raises(UnsafeURL) as info:
         vet_url(url)
     assert words in str(info.value)
+
+
+def test_nat64_of_a_public_address_passes_and_the_newer_ranges_stop_at_their_edges():
+    # 64:ff9b::8.8.8.8 reaches 8.8.8.8 through a translator: as public as the address it embeds.
+    assert address_problem(ipaddress.ip_address("64:ff9b::808:808")) is None
+    # The switch for loopback tests never opens loopback reached through NAT64.
+    assert "loopback" in address_problem(ipaddress.ip_address("64:ff9b::7f00:1"), allow_loopback=True)
+    # Just outside 3fff::/20 and 5f00::/16: ordinary global unicast, left to is_global.
+    assert "documentation" not in (address_problem(ipaddress.ip_address("3fff:1000::1")) or "")
+    assert "SRv6" not in (address_problem(ipaddress.ip_address("5f01::1")) or "")
 
 
 def test_address_problem_direct():

@@ -2,7 +2,7 @@
 
 - ``list_models(session, ModelListParams) -> Page``: the filterable, sortable model list with
   keyset pagination (Datasette style: an opaque ``next`` token, never an offset);
-  ``iter_models`` follows the pages (CSV exports).
+  ``iter_models`` follows the pages (the data package of every model, web/export_package.py).
 - ``read_model(session, model_id) -> StoredModel | None``: what the store holds of one model
   (``web.api.models`` adds the estimates and benchmarks); ``get_revision`` for a raw config download.
 

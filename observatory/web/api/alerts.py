@@ -445,9 +445,12 @@ def list_events(
 
 @router.post("/subscriptions", response_model=SubscriptionCreated, status_code=201,
              summary="Subscribe; returns the owner token and webhook secret once", openapi_extra=OPTIONAL_AUTH,
-             responses={429: {"model": ErrorBody, "description": "Too many new owners from this address "
-                                                                "(Retry-After says when to try again)"},
-                        503: {"model": ErrorBody, "description": "Too many channels await verification"}})
+             responses={429: {"model": ErrorBody, "description": "Too many new owners from this network (an IPv4 "
+                                                                "address or an IPv6 /64; Retry-After says when to "
+                                                                "try again)"},
+                        503: {"model": ErrorBody, "description": "Too many channels await verification, or too many "
+                                                                "new owners from all clients this hour "
+                                                                "(Retry-After then says when)"}})
 def create_subscription(body: SubscriptionIn, request: Request, engine: EngineDep, settings: SettingsDep,
                         token: OptionalToken) -> dict:
     try:

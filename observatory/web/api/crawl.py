@@ -23,7 +23,7 @@ router = APIRouter(prefix="/api/v1/crawl", tags=["crawl"], responses=ERROR_RESPO
 class CrawlRunOut(BaseModel):
     id: int
     scope: str
-    status: str = Field(description="running | ok | failed | interrupted | rate_limited | unreachable")
+    status: str = Field(description="running | ok | failed | interrupted | timed_out | rate_limited | unreachable")
     started_at: datetime
     finished_at: datetime | None
     seen: int

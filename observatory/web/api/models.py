@@ -21,6 +21,7 @@ from sqlmodel import Session
 from observatory.bench.store import results_for_model
 from observatory.catalog.hardware import load_catalog
 from observatory.store.queries.models import (
+    MAX_PAGE_SIZE,
     SUMMARY_FIELDS,
     ArchitectureInfo,
     DerivativeCounts,
@@ -32,7 +33,6 @@ from observatory.store.queries.models import (
     Page,
     RevisionInfo,
     get_revision,
-    iter_models,
     list_models,
     not_found_message,
     read_model,
@@ -43,14 +43,15 @@ from observatory.web.api.common import (
     checked_model_id,
     model_response,
 )
-from observatory.web.deps import ReadSessionDep, request_reader
-from observatory.web.errors import ERROR_RESPONSES, ApiError
+from observatory.web.deps import ReadSessionDep
+from observatory.web.errors import ERROR_RESPONSES, EXPORT_BUSY, ApiError
 from observatory.web.estimates import (
     DeviceRoofline,
     KVCacheSummary,
     kv_summary,
     roofline_summary,
 )
+from observatory.web.export_limits import export_slots
 from observatory.web.rendering import csv_response
 from observatory.web.strict_params import StrictQueryRoute
 
@@ -147,45 +148,47 @@ def _list_page(session: Session, params: ModelListParams) -> Page:
         raise ApiError(400, f"next: {exc}") from None
 
 
-def stream_models_csv(request: Request, params: ModelListParams, headers: dict | None = None) -> Response:
-    """Every row of the query from ``params.next`` on as CSV, up to the server's row limit (the
-    ``X-Row-Limit`` header). Shared by the API's export and the models page's ``_stream=on``."""
-    max_rows = request.app.state.settings.api_csv_max_rows
-
-    def rows():
-        # The request's session closes when the handler returns; the stream outlives it.
-        with request_reader(request) as session:
-            for row in iter_models(session, params, max_rows):
-                yield row.model_dump()
-
-    return csv_response(list(SUMMARY_FIELDS), rows(), "models.csv",
-                        headers={"X-Row-Limit": str(max_rows), **(headers or {})})
+def models_csv_page(request: Request, session: Session, params: ModelListParams,
+                    headers: dict | None = None) -> Response:
+    """One page of the query as CSV: ``size`` rows (at most ``MAX_PAGE_SIZE``) from ``next`` on,
+    with the JSON page's keyset links (``Link: <...>; rel="next"`` and ``X-Next-URL``). The page
+    is read before the answer starts, so a 200 is always a whole page, and no connection is held
+    while it is sent; at most ``api_export_per_client`` / ``api_export_concurrency`` run at once
+    (a 429 past that). Every stored model at once is the data package (``/api/v1/exports``).
+    Shared by the API's export and the models page's CSV."""
+    with export_slots(request.app).hold(request.client.host if request.client else None):
+        page = _list_page(session, params)
+    next_url = str(request.url.include_query_params(next=page.next)) if page.next else None
+    links = {"Link": f'<{next_url}>; rel="next"', "X-Next-URL": next_url} if next_url else {}
+    return csv_response(list(SUMMARY_FIELDS), [row.model_dump() for row in page.rows], "models.csv",
+                        headers={"X-Max-Size": str(MAX_PAGE_SIZE), **links, **(headers or {})})
 
 
 _ATTACHMENT = {"Content-Disposition": 'attachment; filename="models.csv"'}
 
 
-@router.get("/models", response_model=ModelListResponse, responses=CSV_RESPONSE,
+@router.get("/models", response_model=ModelListResponse, responses={**CSV_RESPONSE, **EXPORT_BUSY},
             summary="List models (filter, sort, keyset pages)")
 def models(request: Request, session: ReadSessionDep, params: Annotated[ModelListParams, Query()],
-           format: Annotated[Literal["json", "csv"], Query(description="csv streams every page")] = "json"):
+           format: Annotated[Literal["json", "csv"], Query(description="csv: the same page as CSV")] = "json"):
     """Models with their current geometry. Pages follow ``next`` (also in ``next_url`` and a
-    ``Link: <...>; rel="next"`` header); ``format=csv`` streams all pages of the same query,
-    up to the server's row limit (``X-Row-Limit`` header)."""
-    page = _list_page(session, params)  # a bad token is a 400 before any CSV is streamed
+    ``Link: <...>; rel="next"`` header); ``format=csv`` answers the same page as CSV, with the
+    same links in its headers. ``size`` is at most 500 either way; every stored model at once
+    is the data package ``/api/v1/exports/gqa-observatory-models.zip``."""
     if format == "csv":
-        return stream_models_csv(request, params, _ATTACHMENT)
+        return models_csv_page(request, session, params, _ATTACHMENT)
+    page = _list_page(session, params)
     next_url = str(request.url.include_query_params(next=page.next)) if page.next else None
     headers = {"Link": f'<{next_url}>; rel="next"'} if next_url else None
     return model_response(ModelListResponse(rows=page.rows, next=page.next, next_url=next_url), headers)
 
 
-@router.get("/models.csv", response_class=Response, response_model=None, responses=CSV_RESPONSE,
-            summary="The model list as CSV (all pages)")
+@router.get("/models.csv", response_class=Response, response_model=None, responses={**CSV_RESPONSE, **EXPORT_BUSY},
+            summary="The model list as CSV (keyset pages, size at most 500)")
 def models_csv(request: Request, session: ReadSessionDep, params: Annotated[ModelListParams, Query()]) -> Response:
-    """The same query as ``/api/v1/models``, every page streamed as CSV up to the row limit."""
-    _list_page(session, params)
-    return stream_models_csv(request, params, _ATTACHMENT)
+    """The same query and page as ``/api/v1/models``, as CSV; the next page is in the ``Link``
+    and ``X-Next-URL`` headers. Every stored model at once: ``/api/v1/exports/gqa-observatory-models.zip``."""
+    return models_csv_page(request, session, params, _ATTACHMENT)
 
 
 @router.get("/models/{model_id:path}", response_model=ModelDetailResponse, summary="One model")

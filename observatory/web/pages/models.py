@@ -1,4 +1,5 @@
-"""The model list (/models): filters, sorting, keyset pages, and a streamed CSV export."""
+"""The model list (/models): filters, sorting, keyset pages, their CSV twin, and a link to the
+prebuilt data package of every stored model (``/api/v1/exports``)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from observatory.store.queries.models import (
     ModelListParams,
     list_models,
 )
-from observatory.web.api.models import stream_models_csv
 from observatory.web.deps import request_reader
 from observatory.web.errors import ApiError
+from observatory.web.export_limits import export_slots
+from observatory.web.export_package import FILENAME as PACKAGE_FILENAME
 from observatory.web.pages.base import link_header, page_decorator, validated
 from observatory.web.rendering import csv_response, json_response, page_url, render
 
@@ -43,12 +45,14 @@ def models_page_data(request: Request, session: Session, params: ModelListParams
 
 @page("/models", formats=("json", "csv"))
 def models_page(request: Request, fmt: str | None) -> Response:
-    params = list_params(request)
-    if fmt == "csv" and request.query_params.get("_stream") in ("on", "1", "true"):
-        # Every matching row (from the first page on), up to the API's CSV row limit.
-        return stream_models_csv(request, params.model_copy(update={"next": None}))
-    with request_reader(request) as session:
-        data = models_page_data(request, session, params, fmt)
+    params = list_params(request)  # "_stream" (the old "all rows" link) is accepted: a page like any other
+    if fmt == "csv":  # counts against the export caps, as the API's CSV does
+        with export_slots(request.app).hold(request.client.host if request.client else None), \
+                request_reader(request) as session:
+            data = models_page_data(request, session, params, fmt)
+    else:
+        with request_reader(request) as session:
+            data = models_page_data(request, session, params, fmt)
     if fmt == "json":
         return json_response(data, headers=link_header(data["next_url"]))
     if fmt == "csv":
@@ -56,7 +60,7 @@ def models_page(request: Request, fmt: str | None) -> Response:
     return render(
         request, "models.html", data, title="Models", nav="/models", formats=("json", "csv"),
         kinds=ATTENTION_KINDS, sorts=SORTABLE, sort_url=lambda key: _sort_url(request, params, key),
-        stream_csv_url=page_url(request, "csv", next=None, _stream="on"),
+        package_url=f"/api/v1/exports/{PACKAGE_FILENAME}",
         first_url=page_url(request, None, next=None) if params.next else None,
     )
 
