@@ -27,6 +27,9 @@
    arithmetic: the running max starts at NEG, and an empty slice reports lse = NEG, which the
    caller turns into −inf. All arithmetic is float32; fp16/bf16 inputs are widened on load. */
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,10 +46,29 @@ typedef unsigned int u32x16 __attribute__((vector_size(64)));
 
 #define INLINE static inline __attribute__((always_inline))
 
+/* Sixteen float16 values widened to float32. GCC 12 turns __builtin_convertvector on _Float16 vectors
+   into one scalar vcvtph2ps per element on CPUs without AVX512-FP16 (that made fp16 2-3x slower than
+   fp32 for half the bytes), so the conversion instructions are named here: one AVX-512 vcvtph2ps of
+   16 lanes, else two F16C ones of 8, else the compiler's scalar conversion. The library is compiled
+   with -march=native on the machine that loads it (kernels/cpu_decode.py keys the build by this CPU's
+   feature flags), so these compile-time tests are the run-time check of this CPU. */
+INLINE v16 widen_f16(const _Float16 *p) {
+#if defined(__AVX512F__)
+    return (v16)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+#elif defined(__F16C__) && defined(__AVX__)
+    typedef float v8 __attribute__((vector_size(32)));
+    const v8 lo = (v8)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+    const v8 hi = (v8)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 8)));
+    return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#else
+    return __builtin_convertvector(*(const h16 *)p, v16);
+#endif
+}
+
 /* W elements of a cache or query row starting at element i, widened to float32. */
 INLINE v16 load(int dt, const void *base, long i) {
     if (dt == F32) return *(const v16 *)((const float *)base + i);
-    if (dt == F16) return __builtin_convertvector(*(const h16 *)((const _Float16 *)base + i), v16);
+    if (dt == F16) return widen_f16((const _Float16 *)base + i);
     u32x16 wide = __builtin_convertvector(*(const u16x16 *)((const unsigned short *)base + i), u32x16);
     return (v16)(wide << 16);  /* bfloat16 is the top half of a float32 */
 }
@@ -187,6 +209,26 @@ typedef struct {
 /* Query rows per tile: the widest of 4, 2, 1 that divides the group. */
 INLINE int group_tile(int G) { return G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1; }
 
+/* Element offsets of the key and value rows of tokens [tb, min(tb + T, t1)) of one sequence (through
+   its page table); returns how many. */
+INLINE int rows_of(const Problem *P, const int *pages, int tb, int t1, long *krow, long *vrow) {
+    const int n = t1 - tb < T ? t1 - tb : T;
+    for (int j = 0; j < n; j++) {
+        const long page = pages[(tb + j) / P->block_size], slot = (tb + j) % P->block_size;
+        krow[j] = page * P->k_page + slot * P->k_row;
+        vrow[j] = page * P->v_page + slot * P->v_row;
+    }
+    return n;
+}
+
+/* Ask for the cache lines of n rows (element offsets rows[j] + off, bytes long each) ahead of use. */
+INLINE void prefetch_rows(const void *base, int es, const long *rows, int n, long off, int bytes) {
+    for (int j = 0; j < n; j++) {
+        const char *row = (const char *)base + (rows[j] + off) * es;
+        for (int c = 0; c < bytes; c += 64) __builtin_prefetch(row + c, 0, 3);
+    }
+}
+
 /* One work item: tokens [t0, t1) of sequence b, all heads; writes H rows of out (width DV) and lse.
    Per block of T tokens, the scores of every query row against the block come first (token-major,
    sc[t·H + h], so the softmax below runs across heads in whole vectors), then every head tile
@@ -198,7 +240,7 @@ INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, f
     const int wide = G % (2 * W) == 0;  /* transposed-query tiles: groups of 32 and more (MLA) */
     float *qs = ws, *acc = qs + (long)H * DK, *sc = acc + (long)H * DV, *m = sc + (long)H * (T + W), *l = m + H;
     float *alpha = l + H, *top = alpha + H;
-    long krow[T + W], vrow[T];
+    long krow[T + W], vrow[T], nrow[T], nvrow[T];
     for (int kh = 0; kh < K; kh++)
         for (int g = 0; g < G; g++) {
             const int h = kh * G + g;
@@ -214,23 +256,27 @@ INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, f
     }
     memset(acc, 0, sizeof(float) * H * DV);
     const int *pages = P->table + b * P->table_width;
+    const int es = dt == F32 ? 4 : 2, kbytes = DK * es, vbytes = DV * es;
+    const int shared = P->v == P->k && P->v_head == P->k_head && P->v_row == P->k_row && P->v_page == P->k_page;
+    /* krow/vrow: element offsets of this block's rows; nrow: the next block's key rows, for prefetching. */
+    int n = rows_of(P, pages, t0, t1, krow, vrow);
     for (int tb = t0; tb < t1; tb += T) {
-        const int n = t1 - tb < T ? t1 - tb : T;
-        for (int j = 0; j < n; j++) {
-            long page = pages[(tb + j) / P->block_size], slot = (tb + j) % P->block_size;
-            krow[j] = page * P->k_page + slot * P->k_row;
-            vrow[j] = page * P->v_page + slot * P->v_row;
-        }
         for (int j = n; j < n + W; j++) krow[j] = krow[n - 1];  /* pad the last tile by repeating a row */
+        const int next = tb + T < t1 ? rows_of(P, pages, tb + T, t1, nrow, nvrow) : 0;
         if (wide)
             for (int kh = 0; kh < K; kh++)
                 qkt_dispatch(dt, qs + (long)kh * DK * G, G, DK, P->k, krow, kh * P->k_head, n, sc + kh * G, H);
         else  /* token groups outermost: a row's K heads are read together, in address order */
             for (int j = 0; j < n; j += NT)
-                for (int kh = 0; kh < K; kh++)
+                for (int kh = 0; kh < K; kh++) {
                     for (int g = 0; g < G; g += GT)
                         qk_dispatch(dt, GT, qs + (long)(kh * G + g) * DK, DK, P->k, krow + j, kh * P->k_head,
                                     sc + j * H + kh * G + g, H);
+                    /* This block's value rows, fetched while its scores are computed: p·v below reads
+                       them head by head, K·d apart, which the hardware prefetchers follow badly. */
+                    if (!shared)
+                        prefetch_rows(P->v, es, vrow + j, j + NT < n ? NT : n - j, kh * P->v_head, vbytes);
+                }
         /* Online softmax, vectorised across heads: running max, rescale factor, weights, running sum. */
         for (int h = 0; h < H; h++) top[h] = m[h];
         for (int j = 0; j < n; j++)
@@ -252,7 +298,11 @@ INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, f
             for (int g = 0; g < G; g += GT)
                 pv_dispatch(dt, GT, sc + kh * G + g, H, alpha + kh * G + g, acc + (long)(kh * G + g) * DV, DV, P->v,
                             rows, n);
+            prefetch_rows(P->k, es, nrow, next, kh * P->k_head, kbytes);  /* the next block's keys */
         }
+        memcpy(krow, nrow, sizeof(long) * next);
+        memcpy(vrow, nvrow, sizeof(long) * next);
+        n = next;
     }
     for (int h = 0; h < H; h++) {
         const float inv = l[h] > 0 ? 1 / l[h] : 0;
