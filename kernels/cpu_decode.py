@@ -174,10 +174,11 @@ def splits_for(batch: int, longest: int, threads: int) -> int:
 READ_GROUP = 256  # bytes: read_lines reads whole groups of four cache lines
 
 
-def read_lines(tensors) -> int:
+def read_lines(tensors) -> tuple[int, int]:
     """Read every byte of each contiguous tensor once, with the kernel's thread count (the read ceiling
-    the decode benchmark sets beside the kernel); return the bytes read. Each tensor's tail under
-    READ_GROUP bytes is left unread and not counted."""
+    the decode benchmark sets beside the kernel); return the bytes read and the wrapping sum of the
+    64-bit words read (what keeps the loads from being optimised away; tests check it). Each tensor's
+    tail under READ_GROUP bytes is left unread and not counted."""
     lib, reason = _library()
     if lib is None:
         raise BuildError(reason)
@@ -187,8 +188,8 @@ def read_lines(tensors) -> int:
     n = len(tensors)
     addresses = (ctypes.c_void_p * n)(*(t.data_ptr() for t in tensors))
     sizes = (ctypes.c_long * n)(*(t.nbytes for t in tensors))
-    lib.read_lines(n, addresses, sizes, torch.get_num_threads())
-    return sum(t.nbytes // READ_GROUP * READ_GROUP for t in tensors)
+    checksum = lib.read_lines(n, addresses, sizes, torch.get_num_threads())
+    return sum(t.nbytes // READ_GROUP * READ_GROUP for t in tensors), checksum
 
 
 def gqa_decode_cpu(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, out, splits=None):

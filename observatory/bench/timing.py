@@ -98,7 +98,7 @@ def read_contender(device: torch.device, inputs: Sequence[Sequence[torch.Tensor]
 
     if not cpu_decode.available():
         return None
-    return Contender("read", cpu_decode.read_lines, inputs), cpu_decode.read_lines(inputs[0])
+    return Contender("read", cpu_decode.read_lines, inputs), cpu_decode.read_lines(inputs[0])[0]
 
 
 def matmul_contender(device: torch.device, dtype: torch.dtype, size: int) -> tuple[Contender, float]:
