@@ -23,6 +23,12 @@
    and at the end of the slice o = acc / l, lse = m + log l. The slices of one sequence are merged
    by their lse in Python (kernels/torch_decode.merge), as Flash-Decoding does on a GPU.
 
+   Memory: each block's value rows and the next block's key rows are prefetched into L2 while the
+   block's scores are computed, spread over the score loop (prefetch_rows says why L2 and what it
+   bought), so the loads of the inner loops hit L2 and DRAM streams under the arithmetic. Threads
+   split the context (the caller cuts each sequence into `splits` slices, kernels/cpu_decode.py
+   splits_for), not only the heads, so one long sequence keeps every core busy.
+
    Built with -ffast-math (vectorised expf from libmvec), so no infinity ever enters the
    arithmetic: the running max starts at NEG, and an empty slice reports lse = NEG, which the
    caller turns into −inf. All arithmetic is float32; fp16/bf16 inputs are widened on load. */
