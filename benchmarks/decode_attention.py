@@ -112,7 +112,12 @@ def main(argv=None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object per row instead of the table")
     parser.add_argument("--results", type=Path, metavar="FILE",
                         help="also write the table, the rows and the floors to FILE (JSON, stamped)")
+    parser.add_argument("--readme-cell", type=Path, metavar="FILE",
+                        help="print the README's result cell made from a results file, and exit")
     args = parser.parse_args(argv)
+    if args.readme_cell:
+        print(readme_cell(results.read(args.readme_cell)))
+        return 0
     if args.best_of < 1:
         parser.error("--best-of must be at least 1")
 
@@ -258,6 +263,53 @@ def row(name, case) -> dict:
             "peer_errors": case.peer_errors,
             "mha_s": cf.timing.median_s if cf and cf.timing else None, "mha_error": cf.error if cf else None,
             "measured_speedup": case.measured_speedup, "predicted_speedup": case.predicted_speedup}
+
+
+# -- the README's kernel figures, made from the committed results file -----------------------------
+
+RESULTS_FILE = Path(__file__).resolve().parent / "results" / "decode_attention.json"
+README_LABELS = {"llama-3-8b": "Llama-3-8B (G = 4)", "qwen3-30b-a3b": "Qwen3-30B-A3B (G = 8)",
+                 "starcoder-mqa": "StarCoder MQA (G = 48)", "llama-2-7b-mha": "Llama-2-7B MHA (G = 1)",
+                 "deepseek-v3": "DeepSeek-V3 (MLA, H = 128)", "kimi-k2": "Kimi-K2 (MLA, H = 64)"}
+QUIET_LOAD = 0.5  # a 1-minute load average below this, at the start and the end, is a quiet machine
+
+
+def readme_cell(results: dict) -> str:
+    """The README's result cell for this benchmark, every number in it taken from ``results`` (a
+    results file as ``--results`` writes it); tests/unit/test_readme_kernel_figures.py holds the
+    README to it, and ``--readme-cell FILE`` prints it for pasting."""
+    before = results["load_average_before"][0]
+    after = results.get("load_average_after", [before])[0]
+    quiet = max(before, after) < QUIET_LOAD
+    machine = results["machine"]
+    head = (f"`benchmarks/results/decode_attention.json` ({results['date'][:10]}, {machine['device']}, "
+            f"{machine['threads']} threads, fp32, batch 1; 1-minute load average {before:.1f} at the start and "
+            f"{after:.1f} at the end on {machine['cpus']} CPUs"
+            + ("" if quiet else ": a busy machine, so every figure is below this CPU's own and the quiet-machine "
+                                "floors are unverified") + ")")
+    parts = []
+    for name in dict.fromkeys(r["model"] for r in results["rows"]):
+        rows = [r for r in results["rows"] if r["model"] == name and r["batch"] == 1]
+        label = README_LABELS.get(name, name)
+        parts.append(f"{label}: " + ", ".join(_readme_row(r) for r in sorted(rows, key=lambda r: r["context"])))
+    fails = [v.removeprefix("FAIL").strip() for v in results["verdicts"] if v.startswith("FAIL")]
+    passes = sum(v.startswith("PASS") for v in results["verdicts"])
+    floors = f"floors: {passes} pass" + (f", {len(fails)} fail ({'; '.join(fails)})" if fails else "")
+    return head + ". " + "; ".join(parts) + "; " + floors
+
+
+def _readme_row(r: dict) -> str:
+    ms = r["ours_s"] * 1e3
+    context = f"{r['context'] // 1024}k"
+    if r["kernel"] == "mla":
+        text = (f"{context} {ms:.1f} ms, {r['flops_per_s'] / 1e9:.0f} GFLOP/s = "
+                f"{r['fraction_of_matmul']:.0%} of the measured matmul rate")
+        naive = r["speedups"].get("mla_matmul")
+        return text + (f", {naive:.2f}× the naive absorbed matmuls" if naive else "")
+    text = (f"{context} {ms:.1f} ms at {_pct(r['fraction_of_read'])} of the read rate "
+            f"({r['fraction_of_ceiling']:.0%} of copy)")
+    sdpa = r["speedups"].get("sdpa_gqa")
+    return text + (f", {sdpa:.1f}× SDPA `enable_gqa`" if sdpa else "")
 
 
 if __name__ == "__main__":
