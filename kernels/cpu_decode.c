@@ -269,7 +269,8 @@ INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, f
     const int *pages = P->table + b * P->table_width;
     const int es = dt == F32 ? 4 : 2, kbytes = DK * es, vbytes = DV * es;
     const int shared = P->v == P->k && P->v_head == P->k_head && P->v_row == P->k_row && P->v_page == P->k_page;
-    /* krow/vrow: element offsets of this block's rows; nrow: the next block's key rows, for prefetching. */
+    /* krow/vrow: element offsets of this block's rows; nrow/nvrow: the next block's, known a block
+       ahead so that its keys can be prefetched. */
     int n = rows_of(P, pages, t0, t1, krow, vrow);
     for (int tb = t0; tb < t1; tb += T) {
         for (int j = n; j < n + W; j++) krow[j] = krow[n - 1];  /* pad the last tile by repeating a row */
@@ -368,7 +369,7 @@ int gqa_decode_cpu(int dtype, const void *q, long q_batch, long q_head,
    64-byte line of n buffers read once, front to back, each thread a contiguous share, by the same
    number of OpenMP threads as the kernel, into integer sums (no floating point, so no bit pattern is
    ever a slow subnormal) in four independent chains. Returns the sum so the loads stay. A tail under
-   256 bytes per buffer is left unread (the caller counts only what was read: read_lines_bytes). */
+   256 bytes per buffer is left unread (kernels/cpu_decode.py read_lines counts only what was read). */
 typedef unsigned long long u64x8 __attribute__((vector_size(64), aligned(8)));
 
 unsigned long long read_lines(int n, const void *const *buffers, const long *bytes, int threads) {
