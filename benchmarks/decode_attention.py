@@ -7,7 +7,9 @@ V tensors with the same threads and does nothing else, kernels/cpu_decode.c read
 machine's copy bandwidth ("%copy": bytes read + written per second by a large copy, both buffers
 written before timing so page faults do not count), and the FLOP/s it did as a share of a large
 matmul's in the same dtype; the read, the copy and the matmul are timed in the same interleaved
-rounds. Shapes are one attention layer of each model, batch 1 by default.
+rounds. Shapes are one attention layer of each model, batch 1 by default. On a busy machine %read
+can pass 100%: each contender's median is its own, and a neighbour that takes a core stalls the
+read loop's OpenMP threads as it stalls ours, in different rounds.
 
 GQA models run ``gqa_decode``; MLA models (DeepSeek-V3, Kimi-K2, GLM-5, MiniCPM3, DeepSeek-V2-Lite,
 their configs taken from the bundled snapshot) run ``mla_decode`` in the absorbed form, beside the
