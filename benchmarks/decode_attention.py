@@ -53,7 +53,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import results_file as results  # noqa: E402  (benchmarks/results_file.py, beside this file)
+import results_file as results  # benchmarks/results_file.py, beside this file
 
 from observatory.bench.runner import local_device, measure  # noqa: E402
 from observatory.bench.shapes import attention_shape, counterfactual_shape  # noqa: E402
