@@ -118,7 +118,10 @@ def main(argv=None) -> int:
                         help="print the README's result cell made from a results file, and exit")
     args = parser.parse_args(argv)
     if args.readme_cell:
-        print(readme_cell(results.read(args.readme_cell)))
+        try:
+            print(readme_cell(results.read(args.readme_cell)))
+        except (OSError, ValueError, KeyError) as exc:  # missing, not JSON, or not a results file
+            parser.error(f"cannot make the README cell from {args.readme_cell}: {type(exc).__name__}: {exc}")
         return 0
     if args.best_of < 1:
         parser.error("--best-of must be at least 1")
