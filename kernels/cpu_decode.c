@@ -23,11 +23,21 @@
    and at the end of the slice o = acc / l, lse = m + log l. The slices of one sequence are merged
    by their lse in Python (kernels/torch_decode.merge), as Flash-Decoding does on a GPU.
 
+   Memory: each block's value rows and the next block's key rows are prefetched into L2 while the
+   block's scores are computed, spread over the score loop (prefetch_rows says why L2 and what it
+   bought), so the loads of the inner loops hit L2 and DRAM streams under the arithmetic. Threads
+   split the context (the caller cuts each sequence into `splits` slices, kernels/cpu_decode.py
+   splits_for), not only the heads, so one long sequence keeps every core busy.
+
    Built with -ffast-math (vectorised expf from libmvec), so no infinity ever enters the
    arithmetic: the running max starts at NEG, and an empty slice reports lse = NEG, which the
    caller turns into −inf. All arithmetic is float32; fp16/bf16 inputs are widened on load. */
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,10 +53,29 @@ typedef unsigned int u32x16 __attribute__((vector_size(64)));
 
 #define INLINE static inline __attribute__((always_inline))
 
+/* Sixteen float16 values widened to float32. GCC 12 turns __builtin_convertvector on _Float16 vectors
+   into one scalar vcvtph2ps per element on CPUs without AVX512-FP16 (that made fp16 2-3x slower than
+   fp32 for half the bytes), so the conversion instructions are named here: one AVX-512 vcvtph2ps of
+   16 lanes, else two F16C ones of 8, else the compiler's scalar conversion. The library is compiled
+   with -march=native on the machine that loads it (kernels/cpu_decode.py keys the build by this CPU's
+   feature flags), so these compile-time tests are the run-time check of this CPU. */
+INLINE v16 widen_f16(const _Float16 *p) {
+#if defined(__AVX512F__)
+    return (v16)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+#elif defined(__F16C__) && defined(__AVX__)
+    typedef float v8 __attribute__((vector_size(32)));
+    const v8 lo = (v8)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+    const v8 hi = (v8)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 8)));
+    return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#else
+    return __builtin_convertvector(*(const h16 *)p, v16);
+#endif
+}
+
 /* W elements of a cache or query row starting at element i, widened to float32. */
 INLINE v16 load(int dt, const void *base, long i) {
     if (dt == F32) return *(const v16 *)((const float *)base + i);
-    if (dt == F16) return __builtin_convertvector(*(const h16 *)((const _Float16 *)base + i), v16);
+    if (dt == F16) return widen_f16((const _Float16 *)base + i);
     u32x16 wide = __builtin_convertvector(*(const u16x16 *)((const unsigned short *)base + i), u32x16);
     return (v16)(wide << 16);  /* bfloat16 is the top half of a float32 */
 }
@@ -187,6 +216,30 @@ typedef struct {
 /* Query rows per tile: the widest of 4, 2, 1 that divides the group. */
 INLINE int group_tile(int G) { return G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1; }
 
+/* Element offsets of the key and value rows of tokens [tb, min(tb + T, t1)) of one sequence (through
+   its page table); returns how many. */
+INLINE int rows_of(const Problem *P, const int *pages, int tb, int t1, long *krow, long *vrow) {
+    const int n = t1 - tb < T ? t1 - tb : T;
+    for (int j = 0; j < n; j++) {
+        const long page = pages[(tb + j) / P->block_size], slot = (tb + j) % P->block_size;
+        krow[j] = page * P->k_page + slot * P->k_row;
+        vrow[j] = page * P->v_page + slot * P->v_row;
+    }
+    return n;
+}
+
+/* Ask for the cache lines of n rows (element offsets rows[j] + off, bytes long each) ahead of use,
+   into L2 (prefetcht1), not L1: a block's rows (128 KB of keys and as much of values for Llama-3-8B
+   in fp32) would evict the query tiles and scores from L1's 32 KB. Timed on this CPU (Zen 4, one
+   thread, 32k tokens, CPU time on a loaded machine): into L1 the kernel read at 59-72% of a plain
+   read loop's rate, into L2 at 82-91% (fp32) and 65-67% (fp16). */
+INLINE void prefetch_rows(const void *base, int es, const long *rows, int n, long off, int bytes) {
+    for (int j = 0; j < n; j++) {
+        const char *row = (const char *)base + (rows[j] + off) * es;
+        for (int c = 0; c < bytes; c += 64) __builtin_prefetch(row + c, 0, 2);
+    }
+}
+
 /* One work item: tokens [t0, t1) of sequence b, all heads; writes H rows of out (width DV) and lse.
    Per block of T tokens, the scores of every query row against the block come first (token-major,
    sc[t·H + h], so the softmax below runs across heads in whole vectors), then every head tile
@@ -198,7 +251,7 @@ INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, f
     const int wide = G % (2 * W) == 0;  /* transposed-query tiles: groups of 32 and more (MLA) */
     float *qs = ws, *acc = qs + (long)H * DK, *sc = acc + (long)H * DV, *m = sc + (long)H * (T + W), *l = m + H;
     float *alpha = l + H, *top = alpha + H;
-    long krow[T + W], vrow[T];
+    long krow[T + W], vrow[T], nrow[T], nvrow[T];
     for (int kh = 0; kh < K; kh++)
         for (int g = 0; g < G; g++) {
             const int h = kh * G + g;
@@ -214,23 +267,31 @@ INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, f
     }
     memset(acc, 0, sizeof(float) * H * DV);
     const int *pages = P->table + b * P->table_width;
+    const int es = dt == F32 ? 4 : 2, kbytes = DK * es, vbytes = DV * es;
+    const int shared = P->v == P->k && P->v_head == P->k_head && P->v_row == P->k_row && P->v_page == P->k_page;
+    /* krow/vrow: element offsets of this block's rows; nrow/nvrow: the next block's, known a block
+       ahead so that its keys can be prefetched. */
+    int n = rows_of(P, pages, t0, t1, krow, vrow);
     for (int tb = t0; tb < t1; tb += T) {
-        const int n = t1 - tb < T ? t1 - tb : T;
-        for (int j = 0; j < n; j++) {
-            long page = pages[(tb + j) / P->block_size], slot = (tb + j) % P->block_size;
-            krow[j] = page * P->k_page + slot * P->k_row;
-            vrow[j] = page * P->v_page + slot * P->v_row;
-        }
         for (int j = n; j < n + W; j++) krow[j] = krow[n - 1];  /* pad the last tile by repeating a row */
+        const int next = tb + T < t1 ? rows_of(P, pages, tb + T, t1, nrow, nvrow) : 0;
         if (wide)
             for (int kh = 0; kh < K; kh++)
                 qkt_dispatch(dt, qs + (long)kh * DK * G, G, DK, P->k, krow, kh * P->k_head, n, sc + kh * G, H);
         else  /* token groups outermost: a row's K heads are read together, in address order */
             for (int j = 0; j < n; j += NT)
-                for (int kh = 0; kh < K; kh++)
+                for (int kh = 0; kh < K; kh++) {
                     for (int g = 0; g < G; g += GT)
                         qk_dispatch(dt, GT, qs + (long)(kh * G + g) * DK, DK, P->k, krow + j, kh * P->k_head,
                                     sc + j * H + kh * G + g, H);
+                    /* Spread over the score loop, so the memory system always has lines to fetch and
+                       never a burst: this block's value rows (p·v below reads them head by head, K·d
+                       apart, which the hardware prefetchers follow badly) and the next block's keys. */
+                    if (!shared)
+                        prefetch_rows(P->v, es, vrow + j, j + NT < n ? NT : n - j, kh * P->v_head, vbytes);
+                    if (j < next)
+                        prefetch_rows(P->k, es, nrow + j, j + NT < next ? NT : next - j, kh * P->k_head, kbytes);
+                }
         /* Online softmax, vectorised across heads: running max, rescale factor, weights, running sum. */
         for (int h = 0; h < H; h++) top[h] = m[h];
         for (int j = 0; j < n; j++)
@@ -252,7 +313,11 @@ INLINE void attend(int dt, const Problem *P, int b, int t0, int t1, float *ws, f
             for (int g = 0; g < G; g += GT)
                 pv_dispatch(dt, GT, sc + kh * G + g, H, alpha + kh * G + g, acc + (long)(kh * G + g) * DV, DV, P->v,
                             rows, n);
+            if (wide) prefetch_rows(P->k, es, nrow, next, kh * P->k_head, kbytes);  /* the next block's latent rows */
         }
+        memcpy(krow, nrow, sizeof(long) * next);
+        memcpy(vrow, nvrow, sizeof(long) * next);
+        n = next;
     }
     for (int h = 0; h < H; h++) {
         const float inv = l[h] > 0 ? 1 / l[h] : 0;
@@ -298,4 +363,37 @@ int gqa_decode_cpu(int dtype, const void *q, long q_batch, long q_head,
     if (dtype == F32) return run(F32, &P, batch, threads, out_part, lse_part);
     if (dtype == F16) return run(F16, &P, batch, threads, out_part, lse_part);
     return run(BF16, &P, batch, threads, out_part, lse_part);
+}
+
+/* The read ceiling the benchmark sets beside the kernel (benchmarks/decode_attention.py): every
+   64-byte line of n buffers read once, front to back, each thread a contiguous share, by the same
+   number of OpenMP threads as the kernel, into integer sums (no floating point, so no bit pattern is
+   ever a slow subnormal) in four independent chains. Returns the sum so the loads stay. A tail under
+   256 bytes per buffer is left unread (kernels/cpu_decode.py read_lines counts only what was read). */
+typedef unsigned long long u64x8 __attribute__((vector_size(64), aligned(8)));
+
+unsigned long long read_lines(int n, const void *const *buffers, const long *bytes, int threads) {
+    long groups = 0;
+    for (int i = 0; i < n; i++) groups += bytes[i] / 256;
+    unsigned long long total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    {   /* one parallel region; each thread a contiguous share of the buffers' groups, in order */
+        const long nt = omp_get_num_threads(), per = (groups + nt - 1) / nt, g0 = omp_get_thread_num() * per;
+        const long g1 = g0 + per < groups ? g0 + per : groups;
+        u64x8 a = {0}, b = {0}, x = {0}, y = {0};
+        long first = 0;  /* index of the first group of buffer i in the concatenation */
+        for (int i = 0; i < n && first < g1; first += bytes[i] / 256, i++) {
+            const long lo = g0 > first ? g0 - first : 0, hi = g1 - first < bytes[i] / 256 ? g1 - first : bytes[i] / 256;
+            for (long g = lo; g < hi; g++) {
+                const char *line = (const char *)buffers[i] + g * 256;
+                a += *(const u64x8 *)line;
+                b += *(const u64x8 *)(line + 64);
+                x += *(const u64x8 *)(line + 128);
+                y += *(const u64x8 *)(line + 192);
+            }
+        }
+        const u64x8 s = (a + b) + (x + y);
+        for (int k = 0; k < 8; k++) total += s[k];
+    }
+    return total;
 }

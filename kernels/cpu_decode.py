@@ -130,6 +130,9 @@ def load(path: Path) -> ctypes.CDLL:
                    p, long, i, p,  # table, table_width, block_size, lengths
                    i, i, i, i, i, i, f, i, p, p]  # batch, splits, K, G, DK, DV, scale, threads, out, lse
     fn.restype = ctypes.c_int
+    reader = lib.read_lines
+    reader.argtypes = [i, p, p, i]  # buffers, their addresses, their byte counts, threads
+    reader.restype = ctypes.c_ulonglong
     return lib
 
 
@@ -166,6 +169,27 @@ def splits_for(batch: int, longest: int, threads: int) -> int:
     """Slices per sequence: the fewest that make batch × slices a multiple of the thread count (every
     thread gets the same number of work items), none shorter than MIN_SPLIT_TOKENS."""
     return max(1, min(threads // math.gcd(batch, threads), longest // MIN_SPLIT_TOKENS))
+
+
+READ_GROUP = 256  # bytes: read_lines reads whole groups of four cache lines
+
+
+def read_lines(tensors) -> tuple[int, int]:
+    """Read every byte of each contiguous tensor once, with the kernel's thread count (the read ceiling
+    the decode benchmark sets beside the kernel); return the bytes read and the wrapping sum of the
+    64-bit words read (what keeps the loads from being optimised away; tests check it). Each tensor's
+    tail under READ_GROUP bytes is left unread and not counted."""
+    lib, reason = _library()
+    if lib is None:
+        raise BuildError(reason)
+    for t in tensors:
+        if not t.is_contiguous() or t.device.type != "cpu":
+            raise ValueError("read_lines takes contiguous CPU tensors")
+    n = len(tensors)
+    addresses = (ctypes.c_void_p * n)(*(t.data_ptr() for t in tensors))
+    sizes = (ctypes.c_long * n)(*(t.nbytes for t in tensors))
+    checksum = lib.read_lines(n, addresses, sizes, torch.get_num_threads())
+    return sum(t.nbytes // READ_GROUP * READ_GROUP for t in tensors), checksum
 
 
 def gqa_decode_cpu(q, k_cache, v_cache, cache_seqlens, block_table, scale, shape, out, splits=None):

@@ -1,6 +1,6 @@
 """Run one decode-attention shape with our kernel, its peers and (optionally) the model's MHA
 counterfactual in the same interleaved rounds, beside the copy and the matmul that set the device's
-two ceilings."""
+two ceilings and a read of the same cache bytes (the kernel's own memory ceiling)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from observatory.bench.timing import (
     Timing,
     copy_contender,
     matmul_contender,
+    read_contender,
     time_interleaved,
 )
 from observatory.catalog.hardware import Device, match_device
@@ -168,6 +169,7 @@ class CaseResult:
     kv_bytes: int
     ceiling_bytes_per_s: float
     matmul_flops_per_s: float | None = None
+    read_bytes_per_s: float | None = None  # reading the same cache bytes and nothing else (None: not measured)
     peers: dict[str, Timing] = field(default_factory=dict)
     peer_errors: dict[str, str] = field(default_factory=dict)
     other_backends: dict[str, Timing] = field(default_factory=dict)  # our other implementations, same run
@@ -183,6 +185,12 @@ class CaseResult:
     @property
     def fraction_of_ceiling(self) -> float:
         return self.bytes_per_s / self.ceiling_bytes_per_s
+
+    @property
+    def fraction_of_read(self) -> float | None:
+        """Our cache bytes per second as a share of reading those same bytes: the kernel's own ceiling
+        (a copy also writes, and its rate is not a reader's)."""
+        return self.bytes_per_s / self.read_bytes_per_s if self.read_bytes_per_s else None
 
     @property
     def flops(self) -> float:
@@ -210,6 +218,11 @@ class CaseResult:
     def predicted_speedup(self) -> float | None:
         cf = self.counterfactual
         return cf.predicted_s / self.predicted_s if cf and cf.predicted_s and self.predicted_s else None
+
+
+def cache_tensors(shape: AttentionShape, args: tuple) -> tuple:
+    """The cache tensors of one ``make_inputs`` tuple: what the kernel reads (keys and values, or the latent)."""
+    return (args[1],) if shape.latent else (args[1], args[2])
 
 
 def decode_call(shape: AttentionShape, backend: str):
@@ -260,16 +273,19 @@ def measure(shape: AttentionShape, dtype: str, device: LocalDevice, *, geometry:
     copy, copy_moved = copy_contender(torch_device, copy_bytes or COPY_BYTES[device.type])
     matmul, matmul_flops = matmul_contender(torch_device, torch_dtype, matmul_size or MATMUL_SIZE[device.type])
     contenders += [copy, matmul]
+    read = read_contender(torch_device, [cache_tensors(shape, args) for args in inputs])
+    contenders += [read[0]] if read else []
 
     timings = time_interleaved(contenders, torch_device, warmup=warmup, repeats=repeats)
     ceiling = copy_moved / timings.pop("copy").median_s
+    read_rate = read[1] / timings.pop("read").median_s if read else None
     matmul_rate = matmul_flops / timings.pop("matmul").median_s
     other_times = {other: timings.pop(f"backend:{other}") for other in others}
     if cf_contender:
         cf.timing = timings.pop(cf_contender.name)
     result = CaseResult(shape=shape, dtype=dtype, backend=backend, ours=timings.pop("ours"),
                         kv_bytes=shape.kv_bytes(dtype), ceiling_bytes_per_s=ceiling, matmul_flops_per_s=matmul_rate,
-                        peers=timings, peer_errors=errors, other_backends=other_times, counterfactual=cf)
+                        read_bytes_per_s=read_rate, peers=timings, peer_errors=errors, other_backends=other_times, counterfactual=cf)
     if geometry is not None:
         estimate, result.prediction_basis = predict(geometry, shape, dtype, device, ceiling, matmul_rate)
         result.predicted_s, result.predicted_bound = estimate.time_s, estimate.bound

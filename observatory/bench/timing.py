@@ -71,11 +71,34 @@ def _timed_call(call, inputs, device):
 
 
 def copy_contender(device: torch.device, nbytes: int) -> tuple[Contender, int]:
-    """A large device copy and the bytes it moves per call (read + written)."""
+    """A large device copy and the bytes it moves per call (read + written). Both buffers are written
+    before timing starts, so no call pays the first touch of a page (a page fault per 4 KB)."""
     elements = nbytes // 4
     src = torch.ones(elements, dtype=torch.float32, device=device)
-    dst = torch.empty_like(src)
+    dst = torch.zeros_like(src)  # written, not merely reserved: its pages are mapped now
     return Contender("copy", lambda pair: pair[1].copy_(pair[0]), [(src, dst)]), 2 * elements * 4
+
+
+def read_contender(device: torch.device, inputs: Sequence[Sequence[torch.Tensor]]) -> tuple[Contender, int] | None:
+    """Reading the same bytes the kernel reads, and nothing else: each call reads every tensor of its
+    (rotated, like the kernel's) input tuple once; returns the contender and the bytes one call reads.
+
+    On the CPU it is the C read loop built beside the kernel (``kernels.cpu_decode.read_lines``:
+    integer sums over whole cache lines, the kernel's thread count), because ``torch.sum`` on
+    float16/bfloat16 is bound by its conversions, not by memory (half of its float32 rate here).
+    On CUDA a ``torch.sum`` per tensor, which is bound by memory. None where the C kernel cannot be
+    built (the read ceiling is then unknown, never guessed)."""
+    if device.type == "cuda":
+        def call(tensors):
+            for t in tensors:
+                t.sum(dtype=torch.float32)
+
+        return Contender("read", call, inputs), sum(t.nbytes for t in inputs[0])
+    from kernels import cpu_decode
+
+    if not cpu_decode.available():
+        return None
+    return Contender("read", cpu_decode.read_lines, inputs), cpu_decode.read_lines(inputs[0])[0]
 
 
 def matmul_contender(device: torch.device, dtype: torch.dtype, size: int) -> tuple[Contender, float]:

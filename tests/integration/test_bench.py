@@ -15,6 +15,7 @@ import torch
 from click.testing import CliRunner
 from sqlmodel import select
 
+from kernels import cpu_decode
 from kernels.api import choose_backend
 from observatory.bench.jobs import (
     UnknownModel,
@@ -22,12 +23,19 @@ from observatory.bench.jobs import (
     bench_new_models,
     notable_unbenchmarked,
 )
-from observatory.bench.runner import Budget, DoesNotFit, local_device, measure
+from observatory.bench.runner import (
+    Budget,
+    DoesNotFit,
+    cache_tensors,
+    local_device,
+    measure,
+)
 from observatory.bench.shapes import (
     AttentionShape,
     SkipShape,
     attention_shape,
     counterfactual_shape,
+    make_inputs,
     rotation_copies,
 )
 from observatory.bench.store import (
@@ -36,7 +44,7 @@ from observatory.bench.store import (
     results_for_model,
 )
 from observatory.bench.tables import BenchResult
-from observatory.bench.timing import Contender, time_interleaved
+from observatory.bench.timing import Contender, read_contender, time_interleaved
 from observatory.cli import main
 from observatory.core.geometry import parse_geometry
 from observatory.store.db import session_scope
@@ -187,8 +195,6 @@ def test_job_limit(engine, settings):
 
 
 def test_cpu_results_record_the_compiler_that_built_the_kernel():
-    from kernels import cpu_decode
-
     software = local_device("cpu").software
     assert set(software) == {"torch", "python", "threads", "triton", "cc"}
     if cpu_decode.available():
@@ -206,6 +212,22 @@ def test_measure_counts_the_bytes_read():
     case = measure(latent, "fp32", local_device(), repeats=1, **FAST)
     assert case.kv_bytes == 2 * 8 * 576 * 4  # the latent, read once for keys and values
     assert case.flops == 2 * 2 * 8 * 16 * (576 + 512) and set(case.peers) == {"mla_matmul"}
+
+
+@pytest.mark.skipif(not cpu_decode.available(), reason=f"C kernel: {cpu_decode.unavailable_reason()}")
+def test_the_read_ceiling_reads_the_kernels_own_bytes():
+    # The read contender takes the same rotated input tuples as ours and reads their caches: keys
+    # and values, or the latent once; %read is our bytes per second over its.
+    for shape in (AttentionShape(batch=2, num_heads=8, num_kv_heads=2, head_dim=64, context=40),
+                  AttentionShape(batch=1, num_heads=16, num_kv_heads=1, head_dim=576, context=24, head_dim_v=512,
+                                 latent=True)):
+        inputs = make_inputs(shape, "fp16", torch.device("cpu"), copies=2)
+        contender, nbytes = read_contender(torch.device("cpu"), [cache_tensors(shape, args) for args in inputs])
+        assert nbytes == shape.kv_bytes("fp16") and len(contender.inputs) == 2
+        assert all(t.data_ptr() == a[1].data_ptr() for t, a in zip((c[0] for c in contender.inputs), inputs))
+        case = measure(shape, "fp16", local_device(), repeats=2, peers=False, **FAST)
+        assert case.read_bytes_per_s > 0
+        assert case.fraction_of_read == pytest.approx(case.bytes_per_s / case.read_bytes_per_s)
 
 
 def test_measure_times_our_other_implementations_apart_from_the_peers():

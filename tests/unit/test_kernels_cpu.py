@@ -11,7 +11,9 @@ import sys
 import pytest
 import torch
 from kernel_support import (
+    DTYPES,
     ROOT,
+    RTOL,
     Case,
     assert_close,
     compare,
@@ -56,6 +58,17 @@ CPU_CASES = [
     # Keys wider than values: DeepSeek's MHA (192 over 128), the MLA models' counterfactual.
     Case("dk192-dv128-mha", 8, 8, 192, (40, 7), head_dim_v=128),
     Case("dk192-dv128-g4-paged-fp16", 8, 2, 192, (25, 9), "fp16", block_size=8, head_dim_v=128),
+    # The model shapes the benchmark times, over several blocks of 32 tokens with a tail (the next
+    # block's keys are prefetched while this one is scored, the last block is partial): Llama-3-8B
+    # (G = 4), Qwen3-30B-A3B (G = 8), StarCoder's MQA (G = 48, tiles of 4 query rows) and MHA (G = 1),
+    # in fp32 and fp16 (16 lanes widened by one vcvtph2ps each).
+    Case("llama3-8b-g4-tails", 32, 8, 128, (97, 33, 1)),
+    Case("llama3-8b-g4-tails-fp16", 32, 8, 128, (97, 65), "fp16"),
+    Case("qwen3-g8-fp16-odd", 32, 4, 128, (301,), "fp16"),
+    Case("qwen3-g8-fp32-splits", 32, 4, 128, (255, 129), num_splits=2),
+    Case("starcoder-mqa-g48", 48, 1, 128, (129, 70)),
+    Case("starcoder-mqa-g48-fp16-paged", 48, 1, 128, (95, 40), "fp16", block_size=16),
+    Case("mha-g1-fp16-tails", 8, 8, 128, (95, 31), "fp16"),
 ]
 
 # Absorbed MLA: H = 16/64/128 over DeepSeek's 512 + 64 latent (V2-Lite is H = 16), MiniCPM3's 40 heads
@@ -94,6 +107,48 @@ def test_c_kernel_matches_reference(case):
 @pytest.mark.parametrize("case", CPU_MLA_CASES, ids=lambda c: c.id)
 def test_c_kernel_mla_matches_reference(case):
     assert_close(case, run_cpu(case))
+
+
+# The peer the benchmark measures against, as a second oracle: SDPA enable_gqa in float64 on
+# (b, K, L, d) views of the same caches, over G = 1, 4, 8 and MQA, contexts that are no multiple of
+# the 32-token block, and both dtypes the C kernel widens differently.
+@needs_kernel
+@pytest.mark.parametrize(("heads", "kv_heads", "length"), [(8, 8, 45), (32, 8, 333), (32, 4, 77), (16, 1, 130)],
+                         ids=["g1", "g4", "g8", "mqa-g16"])
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_c_kernel_matches_sdpa(heads, kv_heads, length, dtype):
+    case = Case(f"sdpa-{heads}-{kv_heads}", heads, kv_heads, 128, (length, length), dtype, spare=0)
+    q, k, v, seqlens, _ = make_inputs(case)
+    out = gqa_decode(q, k, v, seqlens, backend="cpu")
+    want = torch.nn.functional.scaled_dot_product_attention(
+        q.double().unsqueeze(2), k.double().transpose(1, 2), v.double().transpose(1, 2), enable_gqa=True).squeeze(2)
+    rel = ((out.double() - want).abs().max() / want.abs().max()).item()
+    assert rel <= RTOL[DTYPES[dtype]], f"relative error {rel:.3g} against SDPA"
+
+
+# -- the read loop the decode benchmark sets beside the kernel -------------------------------------
+
+@needs_kernel
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_read_lines_reads_every_whole_group_once(threads):
+    # Distinct 64-bit words, so a group read twice or skipped changes the sum; sizes with tails under
+    # the 256-byte group (left unread and not counted) and one buffer smaller than a group.
+    tensors = [torch.arange(1, 1 + n, dtype=torch.int64) * 7919 for n in (4096 + 5, 32, 3, 1000)]
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(threads)
+        read, checksum = cpu_decode.read_lines(tensors)
+    finally:
+        torch.set_num_threads(before)
+    words = [t[: t.nbytes // 256 * 32] for t in tensors]  # 32 words of 8 bytes per group
+    assert read == sum(w.nbytes for w in words) == (4096 // 32 + 1 + 0 + 1000 // 32) * 256
+    assert checksum == sum(int(w.sum()) for w in words) % 2**64
+
+
+@needs_kernel
+def test_read_lines_refuses_strided_views():
+    with pytest.raises(ValueError, match="contiguous CPU tensors"):
+        cpu_decode.read_lines([torch.zeros(64, 64)[:, :32]])
 
 
 @needs_kernel
@@ -189,6 +244,7 @@ def test_build_is_cached_by_content(tmp_path):
     assert cpu_decode.build(cache_dir=tmp_path) == first and first.stat().st_mtime_ns == stamp
     assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no partial files left behind
     assert len(cpu_decode.load(first).gqa_decode_cpu.argtypes) == 26
+    assert len(cpu_decode.load(first).read_lines.argtypes) == 4
 
 
 def test_missing_compiler_is_a_clear_build_error(tmp_path):
