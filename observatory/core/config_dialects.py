@@ -98,6 +98,11 @@ ENCODER_DECODER_MODEL_TYPES = frozenset({
     "pegasus", "pegasus_x", "blenderbot", "blenderbot-small", "plbart", "fsmt", "led", "bigbird_pegasus",
     "whisper", "speech_to_text", "mvp", "prophetnet", "xlm-prophetnet"})
 
+# Families whose attention caches one tensor per layer as both key and value (DeepSeek-V4's shared-KV MQA:
+# ``cache.update(kv, kv, ...)``); the cache holds it once.
+K_EQUALS_V_MODEL_TYPES = frozenset({"deepseek_v4"})
+K_EQUALS_V_ARCH_PREFIXES = ("DeepseekV4",)
+
 ATTENTION_FREE_MODEL_TYPES = frozenset(
     {"rwkv", "rwkv5", "rwkv6", "rwkv7", "mamba", "mamba2", "falcon_mamba", "xlstm"})
 ATTENTION_FREE_ARCH_PREFIXES = ("Rwkv", "RWKV", "Mamba", "Mamba2", "FalconMamba", "xLSTM")

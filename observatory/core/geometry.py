@@ -27,6 +27,7 @@ Rules, in the order they apply:
 - K: an explicit KV-head key; else ChatGLM's ``multi_query_group_num`` when
   ``multi_query_attention`` is true; else DBRX/MPT ``attn_config``; else ``multi_query: true``
   means 1; else K = H.
+- DeepSeek-V4 caches one tensor per layer that is both key and value: ``K * head_dim`` per layer.
 
 Bad or odd input, decided per case (errors raise ``GeometryError``, one line; warnings are
 kept on the record and the geometry is still trusted):
@@ -78,6 +79,8 @@ from observatory.core.config_dialects import (
     ENCODER_ONLY_MODEL_TYPES,
     HEAD_DIM_KEYS,
     HEAD_KEYS,
+    K_EQUALS_V_ARCH_PREFIXES,
+    K_EQUALS_V_MODEL_TYPES,
     KV_KINDS,
     LAYER_KEYS,
     LAYER_LIST_KEYS,
@@ -165,6 +168,8 @@ class Geometry:
     encoder_layers: int | None = None
     # True when a figure may overstate: an unknown layer type counted as a full KV layer, or a guess.
     uncertain: bool = False
+    # DeepSeek-V4: one tensor per layer serves as both key and value, so a layer caches K * head_dim.
+    k_equals_v: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
@@ -192,7 +197,9 @@ class Geometry:
                 out.append(self.mla.latent_elements_per_layer)
             else:
                 k = self.kv_heads_per_layer[i] if self.kv_heads_per_layer else self.num_kv_heads
-                if self.head_dims_per_layer:
+                if self.k_equals_v:
+                    out.append(k * (self.head_dims_per_layer[i] if self.head_dims_per_layer else self.head_dim))
+                elif self.head_dims_per_layer:
                     out.append(k * 2 * self.head_dims_per_layer[i])
                 else:
                     out.append(k * (self.head_dim + (self.v_head_dim or self.head_dim)))
@@ -306,11 +313,13 @@ def parse_geometry(cfg: dict) -> Geometry:
 
     mla = _mla(sec, h, hidden)
     dims_per_layer = None
+    k_equals_v = False
     if mla is not None:
         head_dim, v_head_dim, kind, group = _mla_head_dims(sec, mla, h, hidden), mla.v_head_dim, "MLA", None
     else:
         head_dim = _head_dim(sec, h, hidden, varying_heads=q_per_layer is not None and isinstance(heads, list))
         v_head_dim = sec.count("v_head_dim", ("v_head_dim",)) or head_dim
+        k_equals_v = _k_equals_v(sec, model_type, architectures, head_dim, v_head_dim)
         dims_per_layer = _global_head_dims(sec, kinds, head_dim)
         kind = "MHA" if k == h else "MQA" if k == 1 else "GQA"
         group = h / k
@@ -325,7 +334,7 @@ def parse_geometry(cfg: dict) -> Geometry:
         chunked="chunked" in kinds, chunk_size=chunk, mla=mla, kv_elements_per_token=0,
         layer_kinds=tuple(kinds), kv_heads_per_layer=_tuple(k_per_layer),
         query_heads_per_layer=_tuple(q_per_layer), head_dims_per_layer=_tuple(dims_per_layer),
-        warnings=tuple(warnings), uncertain=bool(sec.uncertain))
+        warnings=tuple(warnings), uncertain=bool(sec.uncertain), k_equals_v=k_equals_v)
     per_token = sum(geom.layer_kv_elements())
     # Cross-attention keeps K and V of every source token in every decoder layer, at the decoder's
     # KV heads and head dim: per source token, the same elements a generated token adds.
@@ -431,6 +440,22 @@ def _mark_kv_shared(sec: Section, kinds: list[str]) -> None:
     for i in range(len(kinds) - shared, len(kinds)):
         if kinds[i] in KV_KINDS:
             kinds[i] = "shared"
+
+
+def _k_equals_v(sec: Section, model_type: str | None, architectures: tuple[str, ...], head_dim: int,
+                v_head_dim: int) -> bool:
+    """DeepSeek-V4's shared-KV MQA: one projection per layer gives a tensor that is both key and value
+    (transformers' cache layer keeps ``values = keys``), so it is cached once, not twice."""
+    families = {t for t in (model_type, sec.family) if t}
+    if not (families & K_EQUALS_V_MODEL_TYPES or any(a.startswith(K_EQUALS_V_ARCH_PREFIXES) for a in architectures)):
+        return False
+    if v_head_dim != head_dim:
+        sec.warnings.append(f"{sec.path('v_head_dim')}={v_head_dim} differs from head_dim={head_dim}, which a shared"
+                            " K = V cache cannot; keys and values counted apart")
+        return False
+    sec.sources["k_equals_v"] = f"model_type={model_type}" if families & K_EQUALS_V_MODEL_TYPES else (
+        f"architectures={architectures[0]}")
+    return True
 
 
 def _global_kv_heads(sec: Section, kinds: list[str], k: int, k_per_layer: list[int] | None) -> list[int] | None:

@@ -29,9 +29,12 @@ class LayerCache:
     k_dim: int
     v_heads: int
     v_dim: int
+    k_is_v: bool = False  # the model handed one tensor as both key and value (DeepSeek-V4's shared KV)
 
     @property
     def elements(self) -> int:
+        if self.k_is_v:  # one tensor, stored once (its cache layer keeps values = keys)
+            return self.k_heads * self.k_dim
         return self.k_heads * self.k_dim + self.v_heads * self.v_dim
 
 
@@ -53,7 +56,8 @@ class RecordingCache(DynamicCache):
     def update(self, key_states, value_states, layer_idx, *args, **kwargs):
         # [batch, heads, tokens, head_dim]; the first update of a layer is the prompt
         self.updates.setdefault(layer_idx, LayerCache(key_states.shape[1], key_states.shape[-1],
-                                                      value_states.shape[1], value_states.shape[-1]))
+                                                      value_states.shape[1], value_states.shape[-1],
+                                                      k_is_v=key_states is value_states))
         return super().update(key_states, value_states, layer_idx, *args, **kwargs)
 
 

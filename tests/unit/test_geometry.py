@@ -669,3 +669,23 @@ def test_mimo_v2_sliding_layers_have_their_own_kv_heads():
     assert {geom.kv_heads_per_layer[i] for i in full} == {4} and {geom.kv_heads_per_layer[i] for i in sliding} == {8}
     assert geom.kv_elements_per_token == len(full) * 4 * (192 + 128) + len(sliding) * 8 * (192 + 128)
     assert geom.sliding_window == 128
+
+
+# --- issue 20: classes of real config the rules used to misread ------------------------------------
+
+def test_deepseek_v4_caches_one_tensor_as_key_and_value():
+    # DeepseekV4Attention calls cache.update(kv, kv, ...): the key is the value, cached once.
+    for name in ("deepseek-ai__DeepSeek-V4-Flash.json", "deepseek-ai__DeepSeek-V4-Pro.json"):
+        geom = load(name)
+        assert geom.k_equals_v and geom.sources["k_equals_v"] == "model_type=deepseek_v4"
+        assert geom.attention_kind == "MQA" and geom.num_kv_heads == 1 and geom.head_dim == 512
+        assert set(geom.layer_kv_elements()) == {512}
+        assert geom.kv_elements_per_token == 512 * geom.kv_layers
+    flash = load("deepseek-ai__DeepSeek-V4-Flash.json")
+    assert flash.kv_elements_per_token == 43 * 512
+    # a family that keeps K and V apart is unchanged; a V4 config whose value width differs is refused the rule
+    assert not load("deepseek-ai__DeepSeek-V3.json").k_equals_v
+    odd = json.loads((CONFIG_DIR / "deepseek-ai__DeepSeek-V4-Flash.json").read_bytes()) | {"v_head_dim": 256}
+    geom = parse_geometry(odd)
+    assert not geom.k_equals_v and any("shared K = V cache cannot" in w for w in geom.warnings)
+    assert geom.kv_elements_per_token == 43 * (512 + 256)
