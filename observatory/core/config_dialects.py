@@ -367,6 +367,9 @@ def explicit_schedule(sec: Section, n_layers: int) -> tuple[list[str], str] | No
         listed = sec.raw(key)
         if isinstance(listed, list) and "layer_types" not in sec.data:
             return _attending(sec, key, listed, other, n_layers), sec.path(key)
+    nested = _linear_attn_config(sec, n_layers)
+    if nested is not None:
+        return nested
     pattern = sec.raw("hybrid_layer_pattern")  # MiMo-V2: 1 = sliding-window layer, 0 = full attention
     if isinstance(pattern, list) and pattern and all(v in (0, 1) and not isinstance(v, bool) for v in pattern):
         kinds = ["sliding" if v == 1 else "full" for v in pattern]
@@ -398,6 +401,47 @@ def explicit_schedule(sec: Section, n_layers: int) -> tuple[list[str], str] | No
         kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(n_layers)]
         return kinds, sec.path("full_attention_interval")
     return None
+
+
+def _linear_attn_config(sec: Section, n_layers: int) -> tuple[list[str], str] | None:
+    """Kimi-Linear / Kimi-K3: ``linear_attn_config`` lists the layers that keep full attention
+    (``full_attn_layers``) and the KDA linear-attention layers (``kda_layers``), 1-based as
+    transformers' KimiLinearConfig reads them (``kda_layer_index_base: 0`` says 0-based). A layer in
+    neither list is counted as full attention (an upper bound) and the geometry is uncertain."""
+    block = sec.raw("linear_attn_config")
+    if not isinstance(block, dict) or "layer_types" in sec.data:
+        return None
+    path = sec.path("linear_attn_config")
+    full, kda = block.get("full_attn_layers"), block.get("kda_layers")
+    if not isinstance(full, list) and not isinstance(kda, list):
+        sec.warnings.append(f"{path} lists neither full_attn_layers nor kda_layers; every layer read as attention")
+        sec.uncertain.append(path)
+        return None
+    base = block.get("kda_layer_index_base", 1)
+    base = 0 if base == 0 and not isinstance(base, bool) else 1
+    kinds: list[str | None] = [None] * n_layers
+    for key, kind in (("full_attn_layers", "full"), ("kda_layers", "linear")):
+        for i, value in enumerate(block.get(key) or []):
+            index = to_int(value, f"{path}.{key}[{i}]", sec.warnings, lo=base) - base
+            if index >= n_layers:
+                sec.warnings.append(f"{path}.{key}[{i}]={value} is beyond the {n_layers} layers; ignored")
+            elif kinds[index] is not None and kinds[index] != kind:
+                sec.warnings.append(f"{path}: layer {value} is in both full_attn_layers and kda_layers;"
+                                    " counted as full attention (upper bound)")
+                sec.uncertain.append(f"{path}.{key}[{i}]")
+                kinds[index] = "full"
+            else:
+                kinds[index] = kind
+    missing = [i for i, k in enumerate(kinds) if k is None]
+    if missing:
+        listed_both = isinstance(full, list) and isinstance(kda, list)
+        fill = "full" if listed_both or not isinstance(full, list) else "linear"
+        if listed_both:
+            sec.warnings.append(f"{path} leaves {len(missing)} of {n_layers} layers unlisted; counted as full"
+                                " attention (upper bound)")
+            sec.uncertain.append(path)
+        kinds = [fill if k is None else k for k in kinds]
+    return [k or "full" for k in kinds], f"{path}.full_attn_layers"
 
 
 def _attending(sec: Section, key: str, listed: list, other: str, n_layers: int) -> list[str]:

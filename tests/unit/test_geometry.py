@@ -689,3 +689,36 @@ def test_deepseek_v4_caches_one_tensor_as_key_and_value():
     geom = parse_geometry(odd)
     assert not geom.k_equals_v and any("shared K = V cache cannot" in w for w in geom.warnings)
     assert geom.kv_elements_per_token == 43 * (512 + 256)
+
+
+def test_kimi_linear_attn_config_lists_the_full_attention_layers():
+    # Kimi-K3's text_config: full_attn_layers (1-based) keep MLA, kda_layers are KDA linear attention.
+    k3 = load("moonshotai__Kimi-K3.json")
+    full = [i for i, kind in enumerate(k3.layer_kinds) if kind == "full"]
+    assert full == [*range(3, 92, 4), 92] and k3.kv_layers == 24
+    assert k3.layer_kinds.count("linear") == 69 and k3.is_hybrid and k3.attention_kind == "MLA"
+    assert k3.kv_elements_per_token == 24 * (512 + 64)
+    assert k3.sources["layer_kinds"] == "text_config.linear_attn_config.full_attn_layers"
+    assert not k3.uncertain
+
+
+@pytest.mark.parametrize(("block", "full", "uncertain"), [
+    ({"full_attn_layers": [4, 8]}, [3, 7], False),  # only the full layers listed: the rest are KDA
+    ({"kda_layers": [1, 2, 3, 5, 6, 7]}, [3, 7], False),  # only the KDA layers listed: the rest attend
+    ({"full_attn_layers": [4], "kda_layers": [1, 2, 3]}, [3, 4, 5, 6, 7], True),  # 4 layers unlisted
+    ({"full_attn_layers": [3, 7], "kda_layers": [0, 1, 2, 4, 5, 6], "kda_layer_index_base": 0}, [3, 7], False),
+    ({"head_dim": 128}, list(range(8)), True),  # no lists at all: nothing to go on, an upper bound
+])
+def test_linear_attn_config_edges(block, full, uncertain):
+    cfg = {"model_type": "kimi_linear", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 8,
+           "linear_attn_config": block}
+    geom = parse_geometry(cfg)
+    assert [i for i, kind in enumerate(geom.layer_kinds) if kind == "full"] == full
+    assert geom.uncertain == uncertain
+
+
+def test_linear_attn_config_bad_index_is_one_line_error():
+    cfg = {"model_type": "kimi_linear", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 8,
+           "linear_attn_config": {"full_attn_layers": [0, 4]}}  # 0 in a 1-based list
+    with pytest.raises(GeometryError, match=r"linear_attn_config.full_attn_layers\[0\] is 0"):
+        parse_geometry(cfg)
