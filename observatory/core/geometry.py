@@ -71,7 +71,10 @@ from observatory.core.config_dialects import (
     CONTEXT_KEYS,
     DECODER_ARCH_SUFFIXES,
     DECODER_CONTEXT_KEYS,
+    CROSS_HEAD_DIM_KEYS,
+    CROSS_KV_HEAD_KEYS,
     DECODER_HEAD_KEYS,
+    DECODER_KV_HEAD_KEYS,
     DECODER_LAYER_KEYS,
     ENCODER_DECODER_MODEL_TYPES,
     ENCODER_LAYER_KEYS,
@@ -81,6 +84,7 @@ from observatory.core.config_dialects import (
     HEAD_KEYS,
     K_EQUALS_V_ARCH_PREFIXES,
     K_EQUALS_V_MODEL_TYPES,
+    KV_HEAD_KEYS,
     KV_KINDS,
     LAYER_KEYS,
     LAYER_LIST_KEYS,
@@ -304,7 +308,7 @@ def parse_geometry(cfg: dict) -> Geometry:
                             f" (looked for {', '.join(looked)})")
     q_per_layer = _per_layer(sec, heads, "num_query_heads", "num_attention_heads_per_layer", n_layers)
     h = heads if isinstance(heads, int) else max(q_per_layer)
-    kv = kv_heads(sec, h)
+    kv = kv_heads(sec, h, DECODER_KV_HEAD_KEYS + KV_HEAD_KEYS if flat_encdec else KV_HEAD_KEYS)
     k_per_layer = _per_layer(sec, kv, "num_kv_heads", "num_key_value_heads_per_layer", n_layers)
     k = kv if isinstance(kv, int) else max(k_per_layer)
     k_per_layer = _global_kv_heads(sec, kinds, k, k_per_layer)
@@ -336,10 +340,22 @@ def parse_geometry(cfg: dict) -> Geometry:
         query_heads_per_layer=_tuple(q_per_layer), head_dims_per_layer=_tuple(dims_per_layer),
         warnings=tuple(warnings), uncertain=bool(sec.uncertain), k_equals_v=k_equals_v)
     per_token = sum(geom.layer_kv_elements())
-    # Cross-attention keeps K and V of every source token in every decoder layer, at the decoder's
-    # KV heads and head dim: per source token, the same elements a generated token adds.
-    cross = per_token if stack == "encoder-decoder" else 0
-    return replace(geom, kv_elements_per_token=per_token, cross_kv_elements_per_source_token=cross)
+    cross = _cross_elements(sec, geom, per_token) if stack == "encoder-decoder" else 0
+    return replace(geom, kv_elements_per_token=per_token, cross_kv_elements_per_source_token=cross,
+                   sources=sources)  # with the cross-attention keys it read
+
+
+def _cross_elements(sec: Section, geom: Geometry, per_token: int) -> int:
+    """Cross-attention keeps K and V of every source token in every decoder layer. At the decoder's KV
+    heads and head dim, unless the config declares them apart (Dia: cross_num_key_value_heads,
+    cross_head_dim): then per source token, not the elements a generated token adds."""
+    k = sec.count("cross_num_kv_heads", CROSS_KV_HEAD_KEYS)
+    d = sec.count("cross_head_dim", CROSS_HEAD_DIM_KEYS)
+    if k is None and d is None:
+        return per_token
+    k = geom.num_kv_heads if k is None else k
+    d = geom.head_dim if d is None else d
+    return geom.kv_layers * k * 2 * d
 
 
 def _json_type(value: Any) -> str:

@@ -25,3 +25,17 @@ def test_kimi_k3_full_attention_layers_match_kimi_linear_config():
     assert [t == "full_attention" for t in theirs] == [k == "full" for k in ours]
     assert {t for t in theirs} == {"full_attention", "linear_attention"}
     assert [k for k in ours if k != "full"] == ["linear"] * 69
+
+
+def test_dia_cross_attention_kv_heads_match_the_cache_transformers_fills():
+    # No Dia config.json in transformers' format is bundled; DiaConfig's defaults are Dia-1.6B-0626's
+    # (its docstring), serialised as transformers saves them, and built on the meta device.
+    from oracle.cache_probe import read
+
+    raw = json.loads(transformers.DiaConfig().to_json_string())
+    geom = parse_geometry(raw)
+    reading = read(raw)
+    assert geom.is_encoder_decoder and geom.kv_layers == len(reading.self_attention)
+    assert geom.kv_elements_per_token == sum(c.elements for c in reading.self_attention.values())
+    assert geom.cross_kv_elements_per_source_token == sum(c.elements for c in reading.cross_attention.values())
+    assert geom.cross_kv_elements_per_source_token == 4 * geom.kv_elements_per_token  # 16 cross KV heads, 4 self

@@ -722,3 +722,39 @@ def test_linear_attn_config_bad_index_is_one_line_error():
            "linear_attn_config": {"full_attn_layers": [0, 4]}}  # 0 in a 1-based list
     with pytest.raises(GeometryError, match=r"linear_attn_config.full_attn_layers\[0\] is 0"):
         parse_geometry(cfg)
+
+
+def test_moonshine_prefixed_encoder_decoder_keys():
+    # Moonshine spells the Llama keys with encoder_/decoder_ prefixes; it was refused with "no layer count".
+    geom = load("UsefulSensors__moonshine-tiny-ar.json")
+    assert geom.is_encoder_decoder and (geom.num_layers, geom.encoder_layers) == (6, 6)
+    assert geom.sources["num_layers"] == "decoder_num_hidden_layers"
+    assert geom.sources["num_kv_heads"] == "decoder_num_key_value_heads"
+    assert (geom.num_query_heads, geom.num_kv_heads, geom.head_dim) == (8, 8, 36)  # 288 / 8; padding is not cached
+    assert geom.kv_elements_per_token == geom.cross_kv_elements_per_source_token == 6 * 2 * 8 * 36
+    gqa = json.loads((CONFIG_DIR / "UsefulSensors__moonshine-tiny-ar.json").read_bytes()) | {
+        "decoder_num_key_value_heads": 2, "encoder_num_key_value_heads": 8}
+    assert parse_geometry(gqa).num_kv_heads == 2  # the decoder's count, not the encoder's
+
+
+def test_csm_backbone_not_its_depth_decoder_or_codec():
+    # CSM: the backbone (top level) caches per audio frame; the depth decoder restarts every frame.
+    geom = load("eustlb__csm-1b.json")
+    assert (geom.num_layers, geom.num_query_heads, geom.num_kv_heads, geom.head_dim) == (16, 32, 8, 64)
+    assert geom.kv_elements_per_token == 16 * 2 * 8 * 64 and geom.sources["num_layers"] == "num_hidden_layers"
+
+
+def test_cross_attention_kv_heads_declared_apart():
+    # Dia's decoder_config: 4 self-attention KV heads, 16 cross-attention KV heads of their own head dim.
+    cfg = {"model_type": "dia", "is_encoder_decoder": True,
+           "encoder_config": {"model_type": "dia_encoder", "num_hidden_layers": 12, "num_attention_heads": 16,
+                              "num_key_value_heads": 16, "head_dim": 128, "hidden_size": 1024},
+           "decoder_config": {"model_type": "dia_decoder", "num_hidden_layers": 18, "num_attention_heads": 16,
+                              "num_key_value_heads": 4, "head_dim": 128, "hidden_size": 2048,
+                              "cross_num_attention_heads": 16, "cross_num_key_value_heads": 16,
+                              "cross_head_dim": 128, "cross_hidden_size": 1024}}
+    geom = parse_geometry(cfg)
+    assert geom.is_encoder_decoder and (geom.num_layers, geom.num_kv_heads) == (18, 4)
+    assert geom.kv_elements_per_token == 18 * 2 * 4 * 128
+    assert geom.cross_kv_elements_per_source_token == 18 * 2 * 16 * 128  # 4x the self-attention figure
+    assert geom.sources["cross_num_kv_heads"] == "decoder_config.cross_num_key_value_heads"
