@@ -69,9 +69,11 @@ FFN_KEYS = ("intermediate_size", "ffn_hidden_size", "ffn_dim", "n_inner", "inner
 EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k", "top_k", "top_k_experts")  # Gemma-4: top_k_experts
 # Keys of architectures whose extra weights this module does not model (DeepSeek-V4 and kin).
+# (DeepSeek-V4's attention, its compressors and indexer are modelled when its K = V rule applies.)
 UNMODELLED = {"hc_mult": "hyper-connections", "o_lora_rank": "low-rank output projection",
               "index_n_heads": "sparse-attention indexer", "compress_ratios": "compressed attention",
               "num_hash_layers": "hash-routed layers"}
+MODELLED_WITH_K_EQUALS_V = ("o_lora_rank", "index_n_heads", "compress_ratios", "num_hash_layers")
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "_num_mtp_layers")
 
 
@@ -237,7 +239,8 @@ class _Counter:
         if self.cfg.get("is_encoder_decoder") is True:
             raise GeometryError(f"encoder-decoder family {self.family_name or 'unknown'} is not estimated")
         self._embeddings()
-        unmodelled = [name for key, name in UNMODELLED.items() if self.sec.raw(key) is not None]
+        unmodelled = [name for key, name in UNMODELLED.items() if self.sec.raw(key) is not None
+                      and not (g.k_equals_v and key in MODELLED_WITH_K_EQUALS_V)]
         if unmodelled:
             self.warnings.append(f"not modelled: {', '.join(unmodelled)}; the count is approximate")
         kinds = list(g.layer_kinds)
@@ -321,6 +324,8 @@ class _Counter:
         g, h = self.geom, self.hidden
         if g.mla is not None:
             return self._mla()
+        if g.k_equals_v:
+            return self._shared_kv_attention(i)
         heads = g.query_heads_per_layer[i] if g.query_heads_per_layer else g.num_query_heads
         kv = g.kv_heads_per_layer[i] if g.kv_heads_per_layer else g.num_kv_heads
         d, vd = g.head_dim, g.v_head_dim or g.head_dim
@@ -337,6 +342,27 @@ class _Counter:
             n += q + k
         if self.family_name == "gpt_oss":
             n += heads  # attention sinks: one learned logit per head
+        return n
+
+    def _shared_kv_attention(self, i: int) -> int:
+        """DeepSeek-V4 (``DeepseekV4Attention``): low-rank queries, one K = V projection, a grouped low-rank
+        output projection, one sink per head; compressed layers add a compressor (``compress_ratios``
+        4: CSA, with its Lightning indexer; 128: HCA)."""
+        g, h = self.geom, self.hidden
+        heads, d = g.num_query_heads, g.head_dim
+        q_rank = self.int_of(("q_lora_rank",)) or 0
+        o_rank, groups = self.int_of(("o_lora_rank",)), self.int_of(("o_groups",))
+        q = h * q_rank + q_rank + q_rank * heads * d if q_rank else h * heads * d
+        o = o_rank * heads * d + groups * o_rank * h if o_rank and groups else heads * d * h
+        n = q + h * d + d + o + heads
+        ratios = self.sec.raw("compress_ratios")
+        ratio = ratios[i] if isinstance(ratios, list) and i < len(ratios) else 0
+        if ratio == 4:  # CSA: overlapping windows (2d wide) and the indexer that picks them
+            n += 2 * (h * 2 * d) + ratio * 2 * d + d
+            idx_heads, idx_d = self.int_of(("index_n_heads",)) or 0, self.int_of(("index_head_dim",)) or 0
+            n += 2 * (h * 2 * idx_d) + ratio * 2 * idx_d + idx_d + q_rank * idx_heads * idx_d + h * idx_heads
+        elif isinstance(ratio, int) and not isinstance(ratio, bool) and ratio > 0:  # HCA: disjoint windows
+            n += 2 * (h * d) + ratio * d + d
         return n
 
     def _attention_bias(self) -> tuple[bool, bool]:

@@ -316,3 +316,19 @@ def test_qwen2_audio_counts_its_audio_encoder_as_transformers_does():
     est = estimate("Qwen__Qwen2-Audio-7B.json")
     assert (est.total, est.breakdown["audio"]) == (8_397_094_912, 642_215_936)
     assert est.active == est.total - est.breakdown["audio"]
+
+
+def test_deepseek_v4_attention_is_its_own_low_rank_shape():
+    # Issue 20: V4's attention was sized as H * head_dim projections (11.7B of Flash's 13B active were
+    # attention); DeepseekV4Attention has low-rank q, one K = V projection and a grouped low-rank output.
+    # The cards' totals (284B, 1.6T) are the snapshot's published counts; the cards' active counts are
+    # 13B and 49B. Hyper-connections stay unmodelled (a few million weights).
+    from observatory.catalog.snapshot import load_entries
+
+    published = {e.id: e.num_parameters for e in load_entries()}
+    for name, model_id, active in (("deepseek-ai__DeepSeek-V4-Flash.json", "deepseek-ai/DeepSeek-V4-Flash", 13e9),
+                                   ("deepseek-ai__DeepSeek-V4-Pro.json", "deepseek-ai/DeepSeek-V4-Pro", 49e9)):
+        est = estimate_parameters(json.loads((CONFIG_DIR / name).read_bytes()))
+        assert abs(est.total / published[model_id] - 1) < 0.03, name
+        assert abs(est.active / active - 1) < 0.06, name  # was 1.57x (Flash) and 1.8x (Pro)
+        assert est.warnings == ("not modelled: hyper-connections; the count is approximate",)
