@@ -120,7 +120,10 @@ def oracle_rows(timeout_s: float = ORACLE_TIMEOUT_S) -> list[dict]:
     pool = context.Pool(1, maxtasksperchild=50)
     out = []
     try:
-        for path in sorted((DATA / "configs").glob("*.json")):
+        paths = sorted((DATA / "configs").glob("*.json"))
+        for n, path in enumerate(paths, 1):
+            if n % 25 == 0:
+                print(f"  oracle: {n}/{len(paths)} configs", file=sys.stderr, flush=True)
             raw = json.loads(path.read_text())
             row = {"file": path.name, "model_type": raw.get("model_type")}
             try:

@@ -44,7 +44,18 @@ from observatory.core.config_dialects import (
 )
 from observatory.core.geometry import Geometry, parse_geometry
 
-__all__ = ["BREAKDOWN_KEYS", "ParameterEstimate", "estimate_parameters"]
+__all__ = ["BREAKDOWN_KEYS", "LANGUAGE_MODEL_ONLY", "WHOLE_CHECKPOINT", "ParameterEstimate", "estimate_parameters"]
+
+WHOLE_CHECKPOINT = "whole checkpoint"
+LANGUAGE_MODEL_ONLY = "language model only"
+# Words of a section name that hold a tower of weights beside the language model (quantization_config,
+# rope_scaling and the like hold settings, not weights).
+VISION_WORDS = frozenset({"vision", "visual", "image", "vit", "siglip", "clip", "sam", "qformer", "perceiver",
+                          "resampler", "projector", "connector", "mm", "tower", "video"})
+AUDIO_WORDS = frozenset({"audio", "speech", "whisper"})
+TOWER_WORDS = VISION_WORDS | AUDIO_WORDS | frozenset({"codec", "depth", "talker", "token2wav", "code2wav",
+                                                      "vocoder", "vq"})
+SHAPE_KEY_WORDS = frozenset({"hidden", "layers", "dim", "depth", "width", "heads", "embd"})
 
 BREAKDOWN_KEYS = (
     "embeddings",  # input token embedding (also the output head when tied)
@@ -172,13 +183,21 @@ class ParameterEstimate:
     warnings: tuple[str, ...] = ()
     is_moe: bool = False
     counts_vision: bool = False  # the total includes a vision tower estimate
+    # Sections of the checkpoint the total leaves out (a codec, a depth decoder, a vision or speech tower
+    # this module has no shape for): with any, the figure covers the language model only.
+    uncounted: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "breakdown", MappingProxyType(dict(self.breakdown)))
 
+    @property
+    def scope(self) -> str:
+        return LANGUAGE_MODEL_ONLY if self.uncounted else WHOLE_CHECKPOINT
+
     def to_dict(self) -> dict[str, Any]:
         return {"total": self.total, "active": self.active, "breakdown": dict(self.breakdown),
-                "warnings": list(self.warnings), "is_moe": self.is_moe, "counts_vision": self.counts_vision}
+                "warnings": list(self.warnings), "is_moe": self.is_moe, "counts_vision": self.counts_vision,
+                "scope": self.scope, "uncounted": list(self.uncounted)}
 
 
 class _Counter:
@@ -759,5 +778,25 @@ def estimate_parameters(cfg: Any) -> ParameterEstimate:
     total = sum(parts.values())
     active = total - counter.inactive - parts.get("mtp", 0) - parts.get("vision", 0) - parts.get("audio", 0)
     return ParameterEstimate(total=total, active=active, breakdown=parts, warnings=tuple(counter.warnings),
-                             is_moe=bool(counter.experts), counts_vision="vision" in parts)
+                             is_moe=bool(counter.experts), counts_vision="vision" in parts,
+                             uncounted=uncounted_towers(cfg, parts))
+
+
+def uncounted_towers(cfg: dict, parts: Mapping[str, int]) -> tuple[str, ...]:
+    """Top-level sections that hold weights of their own (a tower, a codec, a depth decoder) and that
+    the breakdown has no part for. Vision sections are counted when "vision" is; audio and speech
+    ones when "audio" is."""
+    out = []
+    for key, value in cfg.items():
+        if not isinstance(key, str) or not isinstance(value, dict):
+            continue
+        words = set(key.lower().replace("-", "_").split("_"))
+        shaped = any(isinstance(v, dict) or (isinstance(k, str) and SHAPE_KEY_WORDS & set(k.lower().split("_")))
+                     for k, v in value.items())  # widths or depths, or sub-sections (token2wav's DiT and vocoder)
+        if not words & TOWER_WORDS or not shaped:
+            continue  # a settings table (Aria's projector_patch_to_query_dict maps sizes to counts), no tower
+        counted = ("vision" in parts and words & VISION_WORDS) or ("audio" in parts and words & AUDIO_WORDS)
+        if not counted:
+            out.append(key)
+    return tuple(sorted(out))
 

@@ -332,3 +332,17 @@ def test_deepseek_v4_attention_is_its_own_low_rank_shape():
         assert abs(est.total / published[model_id] - 1) < 0.03, name
         assert abs(est.active / active - 1) < 0.06, name  # was 1.57x (Flash) and 1.8x (Pro)
         assert est.warnings == ("not modelled: hyper-connections; the count is approximate",)
+
+
+@pytest.mark.parametrize(("name", "uncounted"), [
+    ("eustlb__csm-1b.json", ("codec_config", "depth_decoder_config")),  # Mimi codec, per-frame depth decoder
+    ("Qwen__Qwen2.5-Omni-7B.json", ("talker_config", "token2wav_config")),  # the thinker is counted, not the voice
+    ("rhymes-ai__Aria.json", ("vision_config",)),  # projector_patch_to_query_dict is a settings table
+    ("Qwen__Qwen2-Audio-7B.json", ()),  # its audio encoder is counted
+    ("Qwen__Qwen2.5-7B-Instruct.json", ()),
+])
+def test_what_the_estimate_leaves_out_is_named(name, uncounted):
+    est = estimate(name)
+    assert est.uncounted == uncounted
+    assert est.scope == ("language model only" if uncounted else "whole checkpoint")
+    assert est.to_dict()["scope"] == est.scope

@@ -44,7 +44,9 @@ from pydantic import (
 )
 from sqlmodel import Session
 
+from observatory.core.config_dialects import ConfigError
 from observatory.core.geometry import Geometry
+from observatory.core.params import estimate_parameters
 from observatory.store.ingest import Derived, derive
 from observatory.store.tables import ConfigRevision, GeometryRow, HubModel
 from observatory.store.trend_tables import DerivativeStats
@@ -533,6 +535,10 @@ class GeometryDetail(BaseModel):
     fingerprint: str | None = Field(description="Architecture fingerprint: identical architectures share it")
     params_estimate: int | None = Field(description="Total parameters estimated from the config")
     active_params_estimate: int | None
+    params_scope: str | None = Field(None, description='What params_estimate covers: "whole checkpoint", or'
+                                     ' "language model only" when the checkpoint holds towers it leaves out')
+    params_uncounted: list[str] = Field(default_factory=list,
+                                        description="Config sections whose weights params_estimate leaves out")
     chunked: bool
     hidden_size: int | None
     kv_lora_rank: int | None
@@ -670,7 +676,8 @@ def read_model(session: Session, model_id: str) -> StoredModel | None:
     model = session.get(HubModel, model_id)
     if model is None:
         return None
-    row, geom = current_geometry(session, model)
+    row, derived = current_derived(session, model)
+    geom = derived.geometry if derived is not None else None
     c = ConfigRevision.__table__.c
     revisions = [
         RevisionInfo(id=r.id, sha=r.sha, fetched_at=r.fetched_at, provenance=r.provenance, source=r.source,
@@ -686,10 +693,12 @@ def read_model(session: Session, model_id: str) -> StoredModel | None:
     ]
     geometry = None
     if row is not None:
+        scope = _params_scope(derived.config if derived is not None else None) if row.params_estimate else None
         geometry = GeometryDetail(
             **row.model_dump(exclude={"id", "model_id", "sources"}),
             layer_kinds=list(geom.layer_kinds) if geom is not None else None,
             provenance=_provenance(row, geom),
+            params_scope=scope[0] if scope else None, params_uncounted=list(scope[1]) if scope else [],
         )
     return StoredModel(
         model=model, row=row, geom=geom,
@@ -699,6 +708,17 @@ def read_model(session: Session, model_id: str) -> StoredModel | None:
         architecture=_architecture(session, model_id, row.fingerprint) if row is not None and row.fingerprint else None,
         derivatives=_derivatives(session, model_id),
     )
+
+
+def _params_scope(cfg: dict | None) -> tuple[str, tuple[str, ...]] | None:
+    """What the stored estimate covers, read from the config again (pure and quick; not stored)."""
+    if cfg is None:
+        return None
+    try:
+        estimate = estimate_parameters(cfg)
+    except ConfigError:
+        return None
+    return estimate.scope, estimate.uncounted
 
 
 def model_parameters(model: HubModel, row: GeometryRow | None) -> tuple[int | None, int | None]:
