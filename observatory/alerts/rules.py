@@ -486,7 +486,7 @@ def _point_summary(point: TrendPoint, label: str, n_of=_all_models) -> dict:
 
 def _median_shift(spec: RuleSpec, points: list[TrendPoint], groups: dict) -> RuleResult:
     p = spec.params
-    has_g = lambda pt: pt.g_median is not None  # noqa: E731
+    has_g = lambda pt: pt.g_median is not None
     i = _latest_qualifying(points, p["min_models"], has_g, _g_models)
     if i is None or i == 0:
         return RuleResult([], judged=False)
