@@ -423,21 +423,36 @@ def _band(value: float, threshold: float, hysteresis: float, direction: str) -> 
 FRESH_PERIODS = 2
 
 
-def _eligible(point: TrendPoint, min_models: int, has_value) -> bool:
-    return point.count >= max(min_models, THIN_N) and has_value(point)
+def _all_models(point: TrendPoint) -> int:
+    return point.count
 
 
-def _latest_qualifying(points: Sequence[TrendPoint], min_models: int, has_value) -> int | None:
+def _eligible(point: TrendPoint, min_models: int, has_value, n_of=_all_models) -> bool:
+    """A period is judged when its value rests on enough models: ``n_of`` counts the models that have
+    the value (a median G rests on the models with a G, not on every model of the period)."""
+    return n_of(point) >= max(min_models, THIN_N) and has_value(point)
+
+
+def _latest_qualifying(points: Sequence[TrendPoint], min_models: int, has_value, n_of=_all_models) -> int | None:
     """The newest eligible period, if it is fresh (see FRESH_PERIODS); thin periods never qualify."""
     recent = [i for i in range(len(points)) if points[i].count][-FRESH_PERIODS:]
     for i in reversed(recent):
-        if _eligible(points[i], min_models, has_value):
+        if _eligible(points[i], min_models, has_value, n_of):
             return i
     return None
 
 
-def _previous_eligible(points: Sequence[TrendPoint], i: int, min_models: int, has_value) -> int | None:
-    return next((j for j in range(i - 1, -1, -1) if _eligible(points[j], min_models, has_value)), None)
+def _previous_eligible(points: Sequence[TrendPoint], i: int, min_models: int, has_value,
+                       n_of=_all_models) -> int | None:
+    return next((j for j in range(i - 1, -1, -1) if _eligible(points[j], min_models, has_value, n_of)), None)
+
+
+def _g_models(point: TrendPoint) -> int:
+    return point.g_count
+
+
+def _attention_models(point: TrendPoint) -> int:
+    return point.attn_count
 
 
 def evaluate_trend_rule(spec: RuleSpec, rows: Sequence[TrendRow]) -> RuleResult:
@@ -451,35 +466,38 @@ def evaluate_trend_rule(spec: RuleSpec, rows: Sequence[TrendRow]) -> RuleResult:
         kind = p["kind"]
         if kind in ATTENTION_KINDS:
             return _share_rule(spec, points, groups, lambda pt: pt.shares[kind],
-                               lambda r: r.attention_kind == kind, f"share of {kind}")
+                               lambda r: r.attention_kind == kind, f"share of {kind}", n_of=_attention_models)
         return _share_rule(spec, points, groups, lambda pt: pt.stack_shares[kind],
                            lambda r: attention_stack(r.attention_kind, r.is_hybrid) == kind, f"share of {kind} models")
     if spec.kind == "g_over_16_share":
         return _share_rule(spec, points, groups, lambda pt: pt.share_g_over_16,
                            lambda r: r.group_size is not None and r.group_size > G_TIPPING_POINT,
-                           f"share with G > {G_TIPPING_POINT}")
+                           f"share with G > {G_TIPPING_POINT}", n_of=_g_models)
     if spec.kind == "tp8_fill_share":
-        floor = max(p["min_models"], THIN_N)  # judged on the models whose KV heads are known
-        return _share_rule(spec, points, groups, lambda pt: pt.share_tp8_fill if pt.tp8_count >= floor else None,
+        # judged on the models whose KV heads are known
+        return _share_rule(spec, points, groups, lambda pt: pt.share_tp8_fill,
                            fills_tp8_node, f"share filling a TP = {NODE_TP} node without replication",
-                           among=lambda r: r.attention_kind == "MLA" or r.kv_tp_max is not None)
+                           among=lambda r: r.attention_kind == "MLA" or r.kv_tp_max is not None,
+                           n_of=lambda pt: pt.tp8_count)
     raise RuleError([f"{spec.kind} is not a trend rule"])
 
 
 
-def _point_summary(point: TrendPoint, label: str) -> dict:
-    return {"period": label, "count": point.count, "weight_total": point.weight_total}
+def _point_summary(point: TrendPoint, label: str, n_of=_all_models) -> dict:
+    # count: the models the value rests on (the floor's n); period_models: every model of the period
+    return {"period": label, "count": n_of(point), "period_models": point.count, "weight_total": point.weight_total}
 
 
 def _median_shift(spec: RuleSpec, points: list[TrendPoint], groups: dict) -> RuleResult:
     p = spec.params
-    i = _latest_qualifying(points, p["min_models"], lambda pt: pt.g_median is not None)
+    has_g = lambda pt: pt.g_median is not None
+    i = _latest_qualifying(points, p["min_models"], has_g, _g_models)
     if i is None or i == 0:
         return RuleResult([], judged=False)
     # The reference: the period right before (a gap is never bridged), or the qualifying ones
     # among the baseline_periods before.
     wanted = 1 if p["compare"] == "previous" else p["baseline_periods"]
-    window = [pt for pt in points[max(0, i - wanted):i] if _eligible(pt, p["min_models"], lambda q: q.g_median is not None)]
+    window = [pt for pt in points[max(0, i - wanted):i] if _eligible(pt, p["min_models"], has_g, _g_models)]
     if not window:
         return RuleResult([], judged=False)
     current = points[i]
@@ -501,8 +519,11 @@ def _median_shift(spec: RuleSpec, points: list[TrendPoint], groups: dict) -> Rul
         "period": label,
         "period_start": current.period_start.isoformat(),
         "statistic": "median G",
-        "before": {"value": reference, "periods": ref_labels, "count": sum(pt.count for pt in window)},
-        "after": {"value": current.g_median, "period": label, "count": current.count,
+        # count: models with a G, the n each median rests on; period_models: every model of the period
+        "before": {"value": reference, "periods": ref_labels, "count": sum(pt.g_count for pt in window),
+                   "period_models": sum(pt.count for pt in window)},
+        "after": {"value": current.g_median, "period": label, "count": current.g_count,
+                  "period_models": current.count,
                   "g_p25": current.g_p25, "g_p75": current.g_p75},
         "change": move,
         "models": models,
@@ -511,19 +532,20 @@ def _median_shift(spec: RuleSpec, points: list[TrendPoint], groups: dict) -> Rul
     return RuleResult([Finding({"period": label}, state, move, summary, details)], judged=True)
 
 
-def _share_rule(spec, points, groups, value_of, selects, name: str, among=lambda r: True) -> RuleResult:
+def _share_rule(spec, points, groups, value_of, selects, name: str, among=lambda r: True,
+                n_of=_all_models) -> RuleResult:
     """Fires on a crossing only: the latest judged period past the threshold while the previous
     judged period was on the other side. Staying past it holds (a firing alert stays firing, no
     new alert starts); coming back past the hysteresis band clears."""
     p = spec.params
     has_value = lambda pt: value_of(pt) is not None  # noqa: E731
-    i = _latest_qualifying(points, p["min_models"], has_value)
+    i = _latest_qualifying(points, p["min_models"], has_value, n_of)
     if i is None:
         return RuleResult([], judged=False)
     current = points[i]
     value = value_of(current)
     label = period_label(current.period_start, p["period"])
-    j = _previous_eligible(points, i, p["min_models"], has_value)
+    j = _previous_eligible(points, i, p["min_models"], has_value, n_of)
     previous = points[j] if j is not None else None
     state = _band(value, p["threshold"], p["hysteresis"], p["direction"])
     if state == "fire" and (previous is None or _past(value_of(previous), p["threshold"], p["direction"])):
@@ -543,8 +565,8 @@ def _share_rule(spec, points, groups, value_of, selects, name: str, among=lambda
         "threshold": p["threshold"],
         "direction": p["direction"],
         "before": None if previous is None else {
-            "value": before, **_point_summary(previous, period_label(previous.period_start, p["period"]))},
-        "after": {"value": value, **_point_summary(current, label)},
+            "value": before, **_point_summary(previous, period_label(previous.period_start, p["period"]), n_of)},
+        "after": {"value": value, **_point_summary(current, label, n_of)},
         "models": models,
         "models_not_listed": more,
     }

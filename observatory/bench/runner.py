@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import platform
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -347,5 +347,9 @@ def predict(geometry: Geometry, shape: AttentionShape, dtype: str, device: Local
     else:
         machine = roofline.MeasuredMachine(device.name, ceiling_bytes_per_s, flops=matmul_flops_per_s)
         basis = "measured-copy-and-matmul" if matmul_flops_per_s else "measured-copy"
+    if geometry.k_equals_v:
+        # The kernels take K and V as two tensors (make_inputs builds both), so the call reads a shared
+        # K = V cache twice; the prediction follows what is run, not the model's one stored copy.
+        geometry = replace(geometry, k_equals_v=False)
     estimate = roofline.decode_estimate(roofline.one_layer(geometry), machine, shape.context, shape.batch, dtype)
     return estimate, basis

@@ -145,7 +145,8 @@ def summary(geom: Geometry, dtype: str, label: str) -> str:
         lines += [
             f"  attention      {geom.attention_kind}{hybrid}: H={geom.num_query_heads}, K={_kv_heads(geom)},"
             f" G={group}, d={_head_dim(geom)}"
-            + (f", d_v={geom.v_head_dim}" if geom.v_head_dim != geom.head_dim else ""),
+            + (f", d_v={geom.v_head_dim}" if geom.v_head_dim != geom.head_dim else "")
+            + (" (one tensor is both K and V)" if geom.k_equals_v else ""),
             f"  layers         {_layers(geom)}",
         ]
         if geom.encoder_only:

@@ -34,19 +34,29 @@ HEAD_DIM_KEYS = ("head_dim", "d_kv", "attention_head_dim", "attn_cfg.head_dim")
 # Flat encoder-decoder configs (T5, BART, Whisper, Marian, NLLB) describe both stacks at the top
 # level; the decoder is the one that caches per generated token. num_hidden_layers there is the
 # encoder's depth (BART's attribute map), so it is never read for the decoder.
-DECODER_LAYER_KEYS = ("decoder_layers", "num_decoder_layers")
-DECODER_HEAD_KEYS = ("decoder_attention_heads", "num_heads")
+# Moonshine prefixes the Llama spellings instead: decoder_num_hidden_layers, decoder_num_attention_heads,
+# decoder_num_key_value_heads (and encoder_num_* for the encoder).
+DECODER_LAYER_KEYS = ("decoder_layers", "num_decoder_layers", "decoder_num_hidden_layers")
+DECODER_HEAD_KEYS = ("decoder_attention_heads", "decoder_num_attention_heads", "num_heads")
+DECODER_KV_HEAD_KEYS = ("decoder_num_key_value_heads",)
 DECODER_CONTEXT_KEYS = ("max_target_positions", "n_positions", "max_position_embeddings")
-ENCODER_LAYER_KEYS = ("encoder_layers", "num_layers", "num_hidden_layers")
+ENCODER_LAYER_KEYS = ("encoder_layers", "encoder_num_hidden_layers", "num_layers", "num_hidden_layers")
+# Cross-attention declared apart from self-attention (Dia's decoder_config): its KV heads and head dim.
+CROSS_KV_HEAD_KEYS = ("cross_num_key_value_heads",)
+CROSS_HEAD_DIM_KEYS = ("cross_head_dim",)
 # Per-layer schedules whose length is the layer count when no layer key is given (NemotronH).
 LAYER_LIST_KEYS = ("layer_types", "layers_block_type", "block_types", "hybrid_override_pattern", "attn_type_list")
 
 # Where wrappers keep the language model: any object-valued key (or one level below one, as in
 # thinker_config.text_config) is a candidate unless a word of its name says it is an encoder or
 # a projector. Names with a language-model word are preferred, then "decoder", then any other.
+# "depth" and "codec" are not encoders but are never the language model either: an audio model's depth
+# decoder (CSM's depth_decoder_config) restarts its small cache every frame, while the backbone's cache
+# grows with the sequence; a codec (Mimi) turns audio into tokens.
 ENCODER_SECTION_WORDS = frozenset({
     "vision", "visual", "image", "audio", "speech", "encoder", "vit", "qformer", "eva", "projector",
-    "perceiver", "connector", "mm", "siglip", "clip", "sam", "resampler", "tower", "quantization", "rope"})
+    "perceiver", "connector", "mm", "siglip", "clip", "sam", "resampler", "tower", "quantization", "rope",
+    "depth", "codec"})
 LM_SECTION_WORDS = frozenset({"text", "llm", "language", "lm", "thinker"})
 MAX_SECTION_DEPTH = 2
 
@@ -96,7 +106,12 @@ DECODER_ARCH_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration
 ENCODER_DECODER_MODEL_TYPES = frozenset({
     "t5", "mt5", "umt5", "longt5", "switch_transformers", "bart", "mbart", "marian", "m2m_100", "nllb-moe",
     "pegasus", "pegasus_x", "blenderbot", "blenderbot-small", "plbart", "fsmt", "led", "bigbird_pegasus",
-    "whisper", "speech_to_text", "mvp", "prophetnet", "xlm-prophetnet"})
+    "whisper", "speech_to_text", "mvp", "prophetnet", "xlm-prophetnet", "moonshine", "dia"})
+
+# Families whose attention caches one tensor per layer as both key and value (DeepSeek-V4's shared-KV MQA:
+# ``cache.update(kv, kv, ...)``); the cache holds it once.
+K_EQUALS_V_MODEL_TYPES = frozenset({"deepseek_v4"})
+K_EQUALS_V_ARCH_PREFIXES = ("DeepseekV4",)
 
 ATTENTION_FREE_MODEL_TYPES = frozenset(
     {"rwkv", "rwkv5", "rwkv6", "rwkv7", "mamba", "mamba2", "falcon_mamba", "xlstm"})
@@ -362,6 +377,9 @@ def explicit_schedule(sec: Section, n_layers: int) -> tuple[list[str], str] | No
         listed = sec.raw(key)
         if isinstance(listed, list) and "layer_types" not in sec.data:
             return _attending(sec, key, listed, other, n_layers), sec.path(key)
+    nested = _linear_attn_config(sec, n_layers)
+    if nested is not None:
+        return nested
     pattern = sec.raw("hybrid_layer_pattern")  # MiMo-V2: 1 = sliding-window layer, 0 = full attention
     if isinstance(pattern, list) and pattern and all(v in (0, 1) and not isinstance(v, bool) for v in pattern):
         kinds = ["sliding" if v == 1 else "full" for v in pattern]
@@ -393,6 +411,47 @@ def explicit_schedule(sec: Section, n_layers: int) -> tuple[list[str], str] | No
         kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(n_layers)]
         return kinds, sec.path("full_attention_interval")
     return None
+
+
+def _linear_attn_config(sec: Section, n_layers: int) -> tuple[list[str], str] | None:
+    """Kimi-Linear / Kimi-K3: ``linear_attn_config`` lists the layers that keep full attention
+    (``full_attn_layers``) and the KDA linear-attention layers (``kda_layers``), 1-based as
+    transformers' KimiLinearConfig reads them (``kda_layer_index_base: 0`` says 0-based). A layer in
+    neither list is counted as full attention (an upper bound) and the geometry is uncertain."""
+    block = sec.raw("linear_attn_config")
+    if not isinstance(block, dict) or "layer_types" in sec.data:
+        return None
+    path = sec.path("linear_attn_config")
+    full, kda = block.get("full_attn_layers"), block.get("kda_layers")
+    if not isinstance(full, list) and not isinstance(kda, list):
+        sec.warnings.append(f"{path} lists neither full_attn_layers nor kda_layers; every layer read as attention")
+        sec.uncertain.append(path)
+        return None
+    base = block.get("kda_layer_index_base", 1)
+    base = 0 if base == 0 and not isinstance(base, bool) else 1
+    kinds: list[str | None] = [None] * n_layers
+    for key, kind in (("full_attn_layers", "full"), ("kda_layers", "linear")):
+        for i, value in enumerate(block.get(key) or []):
+            index = to_int(value, f"{path}.{key}[{i}]", sec.warnings, lo=base) - base
+            if index >= n_layers:
+                sec.warnings.append(f"{path}.{key}[{i}]={value} is beyond the {n_layers} layers; ignored")
+            elif kinds[index] is not None and kinds[index] != kind:
+                sec.warnings.append(f"{path}: layer {value} is in both full_attn_layers and kda_layers;"
+                                    " counted as full attention (upper bound)")
+                sec.uncertain.append(f"{path}.{key}[{i}]")
+                kinds[index] = "full"
+            else:
+                kinds[index] = kind
+    missing = [i for i, k in enumerate(kinds) if k is None]
+    if missing:
+        listed_both = isinstance(full, list) and isinstance(kda, list)
+        fill = "full" if listed_both or not isinstance(full, list) else "linear"
+        if listed_both:
+            sec.warnings.append(f"{path} leaves {len(missing)} of {n_layers} layers unlisted; counted as full"
+                                " attention (upper bound)")
+            sec.uncertain.append(path)
+        kinds = [fill if k is None else k for k in kinds]
+    return [k or "full" for k in kinds], f"{path}.full_attn_layers"
 
 
 def _attending(sec: Section, key: str, listed: list, other: str, n_layers: int) -> list[str]:
@@ -440,10 +499,10 @@ def chunk_schedule(sec: Section, n_layers: int) -> tuple[list[bool], str]:
     return [(i + 1) % every != 0 for i in range(n_layers)], f"derived:every {every}th layer global (NoPE)"
 
 
-def kv_heads(sec: Section, h: int) -> int | list[int]:
+def kv_heads(sec: Section, h: int, keys: tuple[str, ...] = KV_HEAD_KEYS) -> int | list[int]:
     """K from the first grouping signal present; a missing or null count means K = H (MHA)."""
     warn, src = sec.warnings.append, sec.sources
-    explicit = sec.counts("num_kv_heads", KV_HEAD_KEYS)
+    explicit = sec.counts("num_kv_heads", keys)
     multi_query = sec.flag("multi_query")
     if explicit is not None:
         if multi_query and explicit != 1:

@@ -27,6 +27,7 @@ Rules, in the order they apply:
 - K: an explicit KV-head key; else ChatGLM's ``multi_query_group_num`` when
   ``multi_query_attention`` is true; else DBRX/MPT ``attn_config``; else ``multi_query: true``
   means 1; else K = H.
+- DeepSeek-V4 caches one tensor per layer that is both key and value: ``K * head_dim`` per layer.
 
 Bad or odd input, decided per case (errors raise ``GeometryError``, one line; warnings are
 kept on the record and the geometry is still trusted):
@@ -68,9 +69,12 @@ from observatory.core.config_dialects import (
     ATTENTION_FREE_ARCH_PREFIXES,
     ATTENTION_FREE_MODEL_TYPES,
     CONTEXT_KEYS,
+    CROSS_HEAD_DIM_KEYS,
+    CROSS_KV_HEAD_KEYS,
     DECODER_ARCH_SUFFIXES,
     DECODER_CONTEXT_KEYS,
     DECODER_HEAD_KEYS,
+    DECODER_KV_HEAD_KEYS,
     DECODER_LAYER_KEYS,
     ENCODER_DECODER_MODEL_TYPES,
     ENCODER_LAYER_KEYS,
@@ -78,6 +82,9 @@ from observatory.core.config_dialects import (
     ENCODER_ONLY_MODEL_TYPES,
     HEAD_DIM_KEYS,
     HEAD_KEYS,
+    K_EQUALS_V_ARCH_PREFIXES,
+    K_EQUALS_V_MODEL_TYPES,
+    KV_HEAD_KEYS,
     KV_KINDS,
     LAYER_KEYS,
     LAYER_LIST_KEYS,
@@ -104,7 +111,7 @@ __all__ = ["PARSER_VERSION", "ConfigError", "GeometryError", "Geometry", "MLAGeo
            "parse_config_text", "parse_geometry"]
 
 # Bump when a rule changes what a config derives to; stored geometries with a lower version are re-derived.
-PARSER_VERSION = 7  # 3: parameter estimates checked against transformers (stored with the geometry); 4: Jamba experts; 5: GPT-Neo, CodeGen, CTRL, MiniMax-M3, early Falcon, GPT-1, dense Granite-4.0-H estimates; 6: kv_tp_max (how far the KV heads shard); 7: Qwen2-Audio's audio encoder
+PARSER_VERSION = 8  # 3: parameter estimates checked against transformers (stored with the geometry); 4: Jamba experts; 5: GPT-Neo, CodeGen, CTRL, MiniMax-M3, early Falcon, GPT-1, dense Granite-4.0-H estimates; 6: kv_tp_max (how far the KV heads shard); 7: Qwen2-Audio's audio encoder; 8: DeepSeek-V4's shared K = V cache and attention parameters, Kimi's linear_attn_config, Moonshine's prefixed keys, CSM's backbone, cross-attention KV heads (issue 20)
 
 MAX_CONFIG_CHARS = 4_000_000  # real config.json files are a few KB
 
@@ -165,6 +172,8 @@ class Geometry:
     encoder_layers: int | None = None
     # True when a figure may overstate: an unknown layer type counted as a full KV layer, or a guess.
     uncertain: bool = False
+    # DeepSeek-V4: one tensor per layer serves as both key and value, so a layer caches K * head_dim.
+    k_equals_v: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
@@ -192,7 +201,9 @@ class Geometry:
                 out.append(self.mla.latent_elements_per_layer)
             else:
                 k = self.kv_heads_per_layer[i] if self.kv_heads_per_layer else self.num_kv_heads
-                if self.head_dims_per_layer:
+                if self.k_equals_v:
+                    out.append(k * (self.head_dims_per_layer[i] if self.head_dims_per_layer else self.head_dim))
+                elif self.head_dims_per_layer:
                     out.append(k * 2 * self.head_dims_per_layer[i])
                 else:
                     out.append(k * (self.head_dim + (self.v_head_dim or self.head_dim)))
@@ -297,7 +308,7 @@ def parse_geometry(cfg: dict) -> Geometry:
                             f" (looked for {', '.join(looked)})")
     q_per_layer = _per_layer(sec, heads, "num_query_heads", "num_attention_heads_per_layer", n_layers)
     h = heads if isinstance(heads, int) else max(q_per_layer)
-    kv = kv_heads(sec, h)
+    kv = kv_heads(sec, h, DECODER_KV_HEAD_KEYS + KV_HEAD_KEYS if flat_encdec else KV_HEAD_KEYS)
     k_per_layer = _per_layer(sec, kv, "num_kv_heads", "num_key_value_heads_per_layer", n_layers)
     k = kv if isinstance(kv, int) else max(k_per_layer)
     k_per_layer = _global_kv_heads(sec, kinds, k, k_per_layer)
@@ -306,11 +317,13 @@ def parse_geometry(cfg: dict) -> Geometry:
 
     mla = _mla(sec, h, hidden)
     dims_per_layer = None
+    k_equals_v = False
     if mla is not None:
         head_dim, v_head_dim, kind, group = _mla_head_dims(sec, mla, h, hidden), mla.v_head_dim, "MLA", None
     else:
         head_dim = _head_dim(sec, h, hidden, varying_heads=q_per_layer is not None and isinstance(heads, list))
         v_head_dim = sec.count("v_head_dim", ("v_head_dim",)) or head_dim
+        k_equals_v = _k_equals_v(sec, model_type, architectures, head_dim, v_head_dim)
         dims_per_layer = _global_head_dims(sec, kinds, head_dim)
         kind = "MHA" if k == h else "MQA" if k == 1 else "GQA"
         group = h / k
@@ -325,12 +338,24 @@ def parse_geometry(cfg: dict) -> Geometry:
         chunked="chunked" in kinds, chunk_size=chunk, mla=mla, kv_elements_per_token=0,
         layer_kinds=tuple(kinds), kv_heads_per_layer=_tuple(k_per_layer),
         query_heads_per_layer=_tuple(q_per_layer), head_dims_per_layer=_tuple(dims_per_layer),
-        warnings=tuple(warnings), uncertain=bool(sec.uncertain))
+        warnings=tuple(warnings), uncertain=bool(sec.uncertain), k_equals_v=k_equals_v)
     per_token = sum(geom.layer_kv_elements())
-    # Cross-attention keeps K and V of every source token in every decoder layer, at the decoder's
-    # KV heads and head dim: per source token, the same elements a generated token adds.
-    cross = per_token if stack == "encoder-decoder" else 0
-    return replace(geom, kv_elements_per_token=per_token, cross_kv_elements_per_source_token=cross)
+    cross = _cross_elements(sec, geom, per_token) if stack == "encoder-decoder" else 0
+    return replace(geom, kv_elements_per_token=per_token, cross_kv_elements_per_source_token=cross,
+                   sources=sources)  # with the cross-attention keys it read
+
+
+def _cross_elements(sec: Section, geom: Geometry, per_token: int) -> int:
+    """Cross-attention keeps K and V of every source token in every decoder layer. At the decoder's KV
+    heads and head dim, unless the config declares them apart (Dia: cross_num_key_value_heads,
+    cross_head_dim): then per source token, not the elements a generated token adds."""
+    k = sec.count("cross_num_kv_heads", CROSS_KV_HEAD_KEYS)
+    d = sec.count("cross_head_dim", CROSS_HEAD_DIM_KEYS)
+    if k is None and d is None:
+        return per_token
+    k = geom.num_kv_heads if k is None else k
+    d = geom.head_dim if d is None else d
+    return geom.kv_layers * k * 2 * d
 
 
 def _json_type(value: Any) -> str:
@@ -431,6 +456,22 @@ def _mark_kv_shared(sec: Section, kinds: list[str]) -> None:
     for i in range(len(kinds) - shared, len(kinds)):
         if kinds[i] in KV_KINDS:
             kinds[i] = "shared"
+
+
+def _k_equals_v(sec: Section, model_type: str | None, architectures: tuple[str, ...], head_dim: int,
+                v_head_dim: int) -> bool:
+    """DeepSeek-V4's shared-KV MQA: one projection per layer gives a tensor that is both key and value
+    (transformers' cache layer keeps ``values = keys``), so it is cached once, not twice."""
+    families = {t for t in (model_type, sec.family) if t}
+    if not (families & K_EQUALS_V_MODEL_TYPES or any(a.startswith(K_EQUALS_V_ARCH_PREFIXES) for a in architectures)):
+        return False
+    if v_head_dim != head_dim:
+        sec.warnings.append(f"{sec.path('v_head_dim')}={v_head_dim} differs from head_dim={head_dim}, which a shared"
+                            " K = V cache cannot; keys and values counted apart")
+        return False
+    sec.sources["k_equals_v"] = f"model_type={model_type}" if families & K_EQUALS_V_MODEL_TYPES else (
+        f"architectures={architectures[0]}")
+    return True
 
 
 def _global_kv_heads(sec: Section, kinds: list[str], k: int, k_per_layer: list[int] | None) -> list[int] | None:

@@ -44,7 +44,18 @@ from observatory.core.config_dialects import (
 )
 from observatory.core.geometry import Geometry, parse_geometry
 
-__all__ = ["BREAKDOWN_KEYS", "ParameterEstimate", "estimate_parameters"]
+__all__ = ["BREAKDOWN_KEYS", "LANGUAGE_MODEL_ONLY", "WHOLE_CHECKPOINT", "ParameterEstimate", "estimate_parameters"]
+
+WHOLE_CHECKPOINT = "whole checkpoint"
+LANGUAGE_MODEL_ONLY = "language model only"
+# Words of a section name that hold a tower of weights beside the language model (quantization_config,
+# rope_scaling and the like hold settings, not weights).
+VISION_WORDS = frozenset({"vision", "visual", "image", "vit", "siglip", "clip", "sam", "qformer", "perceiver",
+                          "resampler", "projector", "connector", "mm", "tower", "video"})
+AUDIO_WORDS = frozenset({"audio", "speech", "whisper"})
+TOWER_WORDS = VISION_WORDS | AUDIO_WORDS | frozenset({"codec", "depth", "talker", "token2wav", "code2wav",
+                                                      "vocoder", "vq"})
+SHAPE_KEY_WORDS = frozenset({"hidden", "layers", "dim", "depth", "width", "heads", "embd"})
 
 BREAKDOWN_KEYS = (
     "embeddings",  # input token embedding (also the output head when tied)
@@ -69,9 +80,11 @@ FFN_KEYS = ("intermediate_size", "ffn_hidden_size", "ffn_dim", "n_inner", "inner
 EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k", "top_k", "top_k_experts")  # Gemma-4: top_k_experts
 # Keys of architectures whose extra weights this module does not model (DeepSeek-V4 and kin).
+# (DeepSeek-V4's attention, its compressors and indexer are modelled when its K = V rule applies.)
 UNMODELLED = {"hc_mult": "hyper-connections", "o_lora_rank": "low-rank output projection",
               "index_n_heads": "sparse-attention indexer", "compress_ratios": "compressed attention",
               "num_hash_layers": "hash-routed layers"}
+MODELLED_WITH_K_EQUALS_V = ("o_lora_rank", "index_n_heads", "compress_ratios", "num_hash_layers")
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "_num_mtp_layers")
 
 
@@ -170,13 +183,21 @@ class ParameterEstimate:
     warnings: tuple[str, ...] = ()
     is_moe: bool = False
     counts_vision: bool = False  # the total includes a vision tower estimate
+    # Sections of the checkpoint the total leaves out (a codec, a depth decoder, a vision or speech tower
+    # this module has no shape for): with any, the figure covers the language model only.
+    uncounted: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "breakdown", MappingProxyType(dict(self.breakdown)))
 
+    @property
+    def scope(self) -> str:
+        return LANGUAGE_MODEL_ONLY if self.uncounted else WHOLE_CHECKPOINT
+
     def to_dict(self) -> dict[str, Any]:
         return {"total": self.total, "active": self.active, "breakdown": dict(self.breakdown),
-                "warnings": list(self.warnings), "is_moe": self.is_moe, "counts_vision": self.counts_vision}
+                "warnings": list(self.warnings), "is_moe": self.is_moe, "counts_vision": self.counts_vision,
+                "scope": self.scope, "uncounted": list(self.uncounted)}
 
 
 class _Counter:
@@ -237,7 +258,8 @@ class _Counter:
         if self.cfg.get("is_encoder_decoder") is True:
             raise GeometryError(f"encoder-decoder family {self.family_name or 'unknown'} is not estimated")
         self._embeddings()
-        unmodelled = [name for key, name in UNMODELLED.items() if self.sec.raw(key) is not None]
+        unmodelled = [name for key, name in UNMODELLED.items() if self.sec.raw(key) is not None
+                      and not (g.k_equals_v and key in MODELLED_WITH_K_EQUALS_V)]
         if unmodelled:
             self.warnings.append(f"not modelled: {', '.join(unmodelled)}; the count is approximate")
         kinds = list(g.layer_kinds)
@@ -321,6 +343,8 @@ class _Counter:
         g, h = self.geom, self.hidden
         if g.mla is not None:
             return self._mla()
+        if g.k_equals_v:
+            return self._shared_kv_attention(i)
         heads = g.query_heads_per_layer[i] if g.query_heads_per_layer else g.num_query_heads
         kv = g.kv_heads_per_layer[i] if g.kv_heads_per_layer else g.num_kv_heads
         d, vd = g.head_dim, g.v_head_dim or g.head_dim
@@ -337,6 +361,27 @@ class _Counter:
             n += q + k
         if self.family_name == "gpt_oss":
             n += heads  # attention sinks: one learned logit per head
+        return n
+
+    def _shared_kv_attention(self, i: int) -> int:
+        """DeepSeek-V4 (``DeepseekV4Attention``): low-rank queries, one K = V projection, a grouped low-rank
+        output projection, one sink per head; compressed layers add a compressor (``compress_ratios``
+        4: CSA, with its Lightning indexer; 128: HCA)."""
+        g, h = self.geom, self.hidden
+        heads, d = g.num_query_heads, g.head_dim
+        q_rank = self.int_of(("q_lora_rank",)) or 0
+        o_rank, groups = self.int_of(("o_lora_rank",)), self.int_of(("o_groups",))
+        q = h * q_rank + q_rank + q_rank * heads * d if q_rank else h * heads * d
+        o = o_rank * heads * d + groups * o_rank * h if o_rank and groups else heads * d * h
+        n = q + h * d + d + o + heads
+        ratios = self.sec.raw("compress_ratios")
+        ratio = ratios[i] if isinstance(ratios, list) and i < len(ratios) else 0
+        if ratio == 4:  # CSA: overlapping windows (2d wide) and the indexer that picks them
+            n += 2 * (h * 2 * d) + ratio * 2 * d + d
+            idx_heads, idx_d = self.int_of(("index_n_heads",)) or 0, self.int_of(("index_head_dim",)) or 0
+            n += 2 * (h * 2 * idx_d) + ratio * 2 * idx_d + idx_d + q_rank * idx_heads * idx_d + h * idx_heads
+        elif isinstance(ratio, int) and not isinstance(ratio, bool) and ratio > 0:  # HCA: disjoint windows
+            n += 2 * (h * d) + ratio * d + d
         return n
 
     def _attention_bias(self) -> tuple[bool, bool]:
@@ -733,5 +778,25 @@ def estimate_parameters(cfg: Any) -> ParameterEstimate:
     total = sum(parts.values())
     active = total - counter.inactive - parts.get("mtp", 0) - parts.get("vision", 0) - parts.get("audio", 0)
     return ParameterEstimate(total=total, active=active, breakdown=parts, warnings=tuple(counter.warnings),
-                             is_moe=bool(counter.experts), counts_vision="vision" in parts)
+                             is_moe=bool(counter.experts), counts_vision="vision" in parts,
+                             uncounted=uncounted_towers(cfg, parts))
+
+
+def uncounted_towers(cfg: dict, parts: Mapping[str, int]) -> tuple[str, ...]:
+    """Top-level sections that hold weights of their own (a tower, a codec, a depth decoder) and that
+    the breakdown has no part for. Vision sections are counted when "vision" is; audio and speech
+    ones when "audio" is."""
+    out = []
+    for key, value in cfg.items():
+        if not isinstance(key, str) or not isinstance(value, dict):
+            continue
+        words = set(key.lower().replace("-", "_").split("_"))
+        shaped = any(isinstance(v, dict) or (isinstance(k, str) and SHAPE_KEY_WORDS & set(k.lower().split("_")))
+                     for k, v in value.items())  # widths or depths, or sub-sections (token2wav's DiT and vocoder)
+        if not words & TOWER_WORDS or not shaped:
+            continue  # a settings table (Aria's projector_patch_to_query_dict maps sizes to counts), no tower
+        counted = ("vision" in parts and words & VISION_WORDS) or ("audio" in parts and words & AUDIO_WORDS)
+        if not counted:
+            out.append(key)
+    return tuple(sorted(out))
 

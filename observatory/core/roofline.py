@@ -121,7 +121,8 @@ def attention_flops(geom: Geometry, context: int, batch: int = 1) -> float:
             total += 2.0 * heads * (2 * rank + rope) * tokens
         else:
             kv_heads = geom.kv_heads_per_layer[i] if geom.kv_heads_per_layer else geom.num_kv_heads
-            total += 2.0 * heads / kv_heads * elements * tokens  # 2·G FLOPs per cached element
+            # 2·G FLOPs per cached element (q·k, then p·v); a shared K = V element is read by both products
+            total += (4.0 if geom.k_equals_v else 2.0) * heads / kv_heads * elements * tokens
     return total * batch
 
 

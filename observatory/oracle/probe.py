@@ -9,6 +9,8 @@ over as a dict and built from transformers' own config class.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import transformers
 from transformers import AutoModel, DynamicCache, EncoderDecoderCache
@@ -37,7 +39,8 @@ class RecordingCache(DynamicCache):
     def update(self, key_states, value_states, layer_idx, *args, **kwargs):
         # [batch, heads, tokens, head_dim]; the first update of a layer is the prompt
         self.updates.setdefault(layer_idx, LayerCache(key_states.shape[1], key_states.shape[-1],
-                                                      value_states.shape[1], value_states.shape[-1]))
+                                                      value_states.shape[1], value_states.shape[-1],
+                                                      k_is_v=key_states is value_states))
         return super().update(key_states, value_states, layer_idx, *args, **kwargs)
 
 
@@ -95,19 +98,33 @@ def base_model_parameters(raw: dict) -> int:
         return count_parameters(AutoModel.from_config(config.get_text_config(decoder=True), dtype=DTYPE))
 
 
+@dataclass
+class EncoderOutput(BaseModelOutput):
+    """A given encoder output; Moonshine's decoder also reads its (absent) attention mask."""
+
+    attention_mask: torch.Tensor | None = None
+
+
 def _read_encoder_decoder(config) -> Reading:
     with torch.device("meta"):
         model = AutoModel.from_config(config, attn_implementation=ATTENTION, dtype=DTYPE)
-    width = getattr(config, "d_model", None) or config.hidden_size
+    # Dia keeps its widths in encoder_config / decoder_config: the encoder's is what the decoder reads.
+    encoder = getattr(config, "encoder_config", None)
+    width = (getattr(config, "d_model", None) or getattr(config, "hidden_size", None)
+             or encoder.hidden_size)
     # The encoder's output is given, not computed: only its length and width matter to the decoder.
-    encoder_outputs = BaseModelOutput(
+    encoder_outputs = EncoderOutput(
         last_hidden_state=torch.zeros((1, SOURCE_TOKENS, width), dtype=DTYPE, device="meta"))
-    ids = torch.zeros((1, TOKENS), dtype=torch.long, device="meta")
+    channels = getattr(getattr(config, "decoder_config", None), "num_channels", None)  # Dia: audio codebooks
+    ids = torch.zeros((1, TOKENS, channels) if channels else (1, TOKENS), dtype=torch.long, device="meta")
     self_cache, cross_cache = RecordingCache(config=config), RecordingCache(config=config)
     with torch.no_grad():
         model(encoder_outputs=encoder_outputs, decoder_input_ids=ids,
               cache=EncoderDecoderCache(self_cache, cross_cache), use_cache=True)
-    # BART-style configs name the decoder's heads; T5's num_attention_heads is both stacks'.
-    heads = getattr(config, "decoder_attention_heads", None) or config.num_attention_heads
+    # BART-style configs name the decoder's heads (Moonshine: decoder_num_attention_heads); T5's
+    # num_attention_heads is both stacks'.
+    decoder = getattr(config, "decoder_config", None)
+    heads = (getattr(config, "decoder_attention_heads", None) or getattr(config, "decoder_num_attention_heads", None)
+             or getattr(config, "num_attention_heads", None) or decoder.num_attention_heads)
     return Reading(query_heads=heads, self_attention=self_cache.updates, cross_attention=cross_cache.updates,
                    parameters=count_parameters(model))

@@ -14,9 +14,12 @@ class LayerCache:
     k_dim: int
     v_heads: int
     v_dim: int
+    k_is_v: bool = False  # the model handed one tensor as both key and value (DeepSeek-V4's shared KV)
 
     @property
     def elements(self) -> int:
+        if self.k_is_v:  # one tensor, stored once (its cache layer keeps values = keys)
+            return self.k_heads * self.k_dim
         return self.k_heads * self.k_dim + self.v_heads * self.v_dim
 
 
@@ -51,9 +54,12 @@ class Reading:
 
 
 def _layers_out(layers: dict[int, LayerCache]) -> list[list[int]]:
-    """[layer, k_heads, k_dim, v_heads, v_dim] per cached layer, in layer order."""
-    return [[i, c.k_heads, c.k_dim, c.v_heads, c.v_dim] for i, c in sorted(layers.items())]
+    """[layer, k_heads, k_dim, v_heads, v_dim] per cached layer, in layer order, with a sixth
+    element 1 where one tensor is both K and V."""
+    return [[i, c.k_heads, c.k_dim, c.v_heads, c.v_dim, *([1] if c.k_is_v else [])]
+            for i, c in sorted(layers.items())]
 
 
 def _layers_in(rows: list) -> dict[int, LayerCache]:
-    return {int(i): LayerCache(int(k), int(kd), int(v), int(vd)) for i, k, kd, v, vd in rows}
+    return {int(row[0]): LayerCache(*(int(x) for x in row[1:5]), k_is_v=len(row) > 5 and bool(row[5]))
+            for row in rows}

@@ -102,10 +102,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         from observatory.catalog.snapshot import ensure_snapshot
 
         ensure_snapshot(engine, settings)
-        from observatory.store.rederive import rederive_stale
+        from observatory.store.rederive import BackgroundRederive
         from observatory.store.trends import ensure_trends
-
-        rederive_stale(engine)  # a newer parser re-derives what an older one stored
 
         ensure_trends(engine)  # recompute the precomputed trends if the store changed since
         from observatory.alerts.evaluate import evaluate_at_start
@@ -114,7 +112,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         from observatory.web.api.docs import warm_openapi
 
         warm_openapi(app)
-        yield
+        # A newer parser re-derives what an older one stored, behind the first page (then the trends).
+        app.state.rederive = BackgroundRederive(engine).start()
+        try:
+            yield
+        finally:
+            app.state.rederive.stop()
 
     app = FastAPI(
         title="GQA Observatory",

@@ -73,6 +73,8 @@ PARAMETER_DIFFERENCES = {
     "google__gemma-4-E2B-it.json": (-1, "transformers builds k/v projections for the KV-shared layers, which"
                                         " read an earlier layer's cache; we count what the layer uses"),
     "google__gemma-4-E4B.json": (-1, "as gemma-4-E2B"),
+    "eustlb__csm-1b.json": (-1, ("transformers builds CSM whole: beside the backbone we count, the text embeddings,"
+                                 " the depth decoder and its codebook heads, and the Mimi codec")),
     "nvidia__Nemotron-H-4B-Base-8K.json": (-1, "its Mamba mixers (5 % under) are estimated from the standard"
                                                " block shapes, as the estimate says"),
 }

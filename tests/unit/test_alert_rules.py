@@ -199,10 +199,33 @@ def test_median_shift_against_previous_period():
     (finding,) = R.evaluate_trend_rule(spec, rows).findings
     assert finding.state == "fire" and finding.value == 4
     assert finding.labels == {"period": "2025-02"}
-    assert finding.details["before"] == {"value": 4.0, "periods": ["2025-01"], "count": 6}
+    assert finding.details["before"] == {"value": 4.0, "periods": ["2025-01"], "count": 6, "period_models": 6}
     assert finding.details["after"]["value"] == 8.0
     assert len(finding.details["models"]) == 6 and all(m["group_size"] == 8 for m in finding.details["models"])
     assert finding.summary.startswith("Median G rose from 4 (2025-01) to 8 in 2025-02")
+
+
+def test_median_shift_floor_applies_to_the_models_with_a_g():
+    # Issue 20: a median-G alert fired on a period where only 2 of its 5 models have a G (MLA has none).
+    spec = R.make_rule("median_g_shift", {"delta": 2})
+    thin_g = month_rows(1, gqa=6, g=4) + month_rows(2, gqa=2, mla=3, g=64)
+    assert R.THIN_N > 2 and len([r for r in thin_g if r.created_at.month == 2]) >= R.THIN_N
+    assert R.evaluate_trend_rule(spec, thin_g).findings == []  # February's median rests on 2: not judged
+    # With enough models holding a G, it is judged, and the counts say which n the medians rest on.
+    enough = month_rows(1, gqa=6, mla=2, g=4) + month_rows(2, gqa=R.THIN_N, mla=3, g=8)
+    (finding,) = R.evaluate_trend_rule(spec, enough).findings
+    assert finding.state == "fire"
+    assert (finding.details["before"]["count"], finding.details["before"]["period_models"]) == (6, 8)
+    assert (finding.details["after"]["count"], finding.details["after"]["period_models"]) == (R.THIN_N, R.THIN_N + 3)
+
+
+def test_share_floor_applies_to_the_models_the_share_is_of():
+    # The share of G > 16 is a share of the models with a G: a month of MLA models cannot carry it.
+    spec = R.make_rule("g_over_16_share", {"threshold": 0.5})
+    rows = month_rows(1, gqa=6, g=4) + month_rows(2, gqa=2, mla=4, g=32)
+    (finding,) = R.evaluate_trend_rule(spec, rows).findings
+    assert finding.details["period"] == "2025-01"  # February: 2 models with a G, below the floor
+    assert finding.details["after"]["count"] == 6
 
 
 def test_median_shift_hysteresis_and_baseline():

@@ -205,3 +205,11 @@ def test_gemma4_per_layer_heads_and_dims_in_the_summary():
     out = run(str(CONFIG_DIR / "google__gemma-4-26B-A4B.json")).stdout
     assert "K=8 (2 on some layers), G=2, d=256 (512 on full-attention layers)" in out
     assert "112,640 elements = 225,280 bytes (bf16)" in out
+
+
+def test_text_summary_says_when_one_tensor_is_key_and_value():
+    result = run(str(CONFIG_DIR / "deepseek-ai__DeepSeek-V4-Flash.json"))
+    assert result.exit_code == 0
+    assert "MQA: H=64, K=1, G=64, d=512 (one tensor is both K and V)" in result.output
+    assert "22,016 elements = 44,032 bytes (bf16)" in result.output  # 43 layers x 512, once
+    assert "both K and V" not in run(str(CONFIG_DIR / "deepseek-ai__DeepSeek-V3.json")).output

@@ -669,3 +669,92 @@ def test_mimo_v2_sliding_layers_have_their_own_kv_heads():
     assert {geom.kv_heads_per_layer[i] for i in full} == {4} and {geom.kv_heads_per_layer[i] for i in sliding} == {8}
     assert geom.kv_elements_per_token == len(full) * 4 * (192 + 128) + len(sliding) * 8 * (192 + 128)
     assert geom.sliding_window == 128
+
+
+# --- issue 20: classes of real config the rules used to misread ------------------------------------
+
+def test_deepseek_v4_caches_one_tensor_as_key_and_value():
+    # DeepseekV4Attention calls cache.update(kv, kv, ...): the key is the value, cached once.
+    for name in ("deepseek-ai__DeepSeek-V4-Flash.json", "deepseek-ai__DeepSeek-V4-Pro.json"):
+        geom = load(name)
+        assert geom.k_equals_v and geom.sources["k_equals_v"] == "model_type=deepseek_v4"
+        assert geom.attention_kind == "MQA" and geom.num_kv_heads == 1 and geom.head_dim == 512
+        assert set(geom.layer_kv_elements()) == {512}
+        assert geom.kv_elements_per_token == 512 * geom.kv_layers
+    flash = load("deepseek-ai__DeepSeek-V4-Flash.json")
+    assert flash.kv_elements_per_token == 43 * 512
+    # a family that keeps K and V apart is unchanged; a V4 config whose value width differs is refused the rule
+    assert not load("deepseek-ai__DeepSeek-V3.json").k_equals_v
+    odd = json.loads((CONFIG_DIR / "deepseek-ai__DeepSeek-V4-Flash.json").read_bytes()) | {"v_head_dim": 256}
+    geom = parse_geometry(odd)
+    assert not geom.k_equals_v and any("shared K = V cache cannot" in w for w in geom.warnings)
+    assert geom.kv_elements_per_token == 43 * (512 + 256)
+
+
+def test_kimi_linear_attn_config_lists_the_full_attention_layers():
+    # Kimi-K3's text_config: full_attn_layers (1-based) keep MLA, kda_layers are KDA linear attention.
+    k3 = load("moonshotai__Kimi-K3.json")
+    full = [i for i, kind in enumerate(k3.layer_kinds) if kind == "full"]
+    assert full == [*range(3, 92, 4), 92] and k3.kv_layers == 24
+    assert k3.layer_kinds.count("linear") == 69 and k3.is_hybrid and k3.attention_kind == "MLA"
+    assert k3.kv_elements_per_token == 24 * (512 + 64)
+    assert k3.sources["layer_kinds"] == "text_config.linear_attn_config.full_attn_layers"
+    assert not k3.uncertain
+
+
+@pytest.mark.parametrize(("block", "full", "uncertain"), [
+    ({"full_attn_layers": [4, 8]}, [3, 7], False),  # only the full layers listed: the rest are KDA
+    ({"kda_layers": [1, 2, 3, 5, 6, 7]}, [3, 7], False),  # only the KDA layers listed: the rest attend
+    ({"full_attn_layers": [4], "kda_layers": [1, 2, 3]}, [3, 4, 5, 6, 7], True),  # 4 layers unlisted
+    ({"full_attn_layers": [3, 7], "kda_layers": [0, 1, 2, 4, 5, 6], "kda_layer_index_base": 0}, [3, 7], False),
+    ({"head_dim": 128}, list(range(8)), True),  # no lists at all: nothing to go on, an upper bound
+])
+def test_linear_attn_config_edges(block, full, uncertain):
+    cfg = {"model_type": "kimi_linear", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 8,
+           "linear_attn_config": block}
+    geom = parse_geometry(cfg)
+    assert [i for i, kind in enumerate(geom.layer_kinds) if kind == "full"] == full
+    assert geom.uncertain == uncertain
+
+
+def test_linear_attn_config_bad_index_is_one_line_error():
+    cfg = {"model_type": "kimi_linear", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 8,
+           "linear_attn_config": {"full_attn_layers": [0, 4]}}  # 0 in a 1-based list
+    with pytest.raises(GeometryError, match=r"linear_attn_config.full_attn_layers\[0\] is 0"):
+        parse_geometry(cfg)
+
+
+def test_moonshine_prefixed_encoder_decoder_keys():
+    # Moonshine spells the Llama keys with encoder_/decoder_ prefixes; it was refused with "no layer count".
+    geom = load("UsefulSensors__moonshine-tiny-ar.json")
+    assert geom.is_encoder_decoder and (geom.num_layers, geom.encoder_layers) == (6, 6)
+    assert geom.sources["num_layers"] == "decoder_num_hidden_layers"
+    assert geom.sources["num_kv_heads"] == "decoder_num_key_value_heads"
+    assert (geom.num_query_heads, geom.num_kv_heads, geom.head_dim) == (8, 8, 36)  # 288 / 8; padding is not cached
+    assert geom.kv_elements_per_token == geom.cross_kv_elements_per_source_token == 6 * 2 * 8 * 36
+    gqa = json.loads((CONFIG_DIR / "UsefulSensors__moonshine-tiny-ar.json").read_bytes()) | {
+        "decoder_num_key_value_heads": 2, "encoder_num_key_value_heads": 8}
+    assert parse_geometry(gqa).num_kv_heads == 2  # the decoder's count, not the encoder's
+
+
+def test_csm_backbone_not_its_depth_decoder_or_codec():
+    # CSM: the backbone (top level) caches per audio frame; the depth decoder restarts every frame.
+    geom = load("eustlb__csm-1b.json")
+    assert (geom.num_layers, geom.num_query_heads, geom.num_kv_heads, geom.head_dim) == (16, 32, 8, 64)
+    assert geom.kv_elements_per_token == 16 * 2 * 8 * 64 and geom.sources["num_layers"] == "num_hidden_layers"
+
+
+def test_cross_attention_kv_heads_declared_apart():
+    # Dia's decoder_config: 4 self-attention KV heads, 16 cross-attention KV heads of their own head dim.
+    cfg = {"model_type": "dia", "is_encoder_decoder": True,
+           "encoder_config": {"model_type": "dia_encoder", "num_hidden_layers": 12, "num_attention_heads": 16,
+                              "num_key_value_heads": 16, "head_dim": 128, "hidden_size": 1024},
+           "decoder_config": {"model_type": "dia_decoder", "num_hidden_layers": 18, "num_attention_heads": 16,
+                              "num_key_value_heads": 4, "head_dim": 128, "hidden_size": 2048,
+                              "cross_num_attention_heads": 16, "cross_num_key_value_heads": 16,
+                              "cross_head_dim": 128, "cross_hidden_size": 1024}}
+    geom = parse_geometry(cfg)
+    assert geom.is_encoder_decoder and (geom.num_layers, geom.num_kv_heads) == (18, 4)
+    assert geom.kv_elements_per_token == 18 * 2 * 4 * 128
+    assert geom.cross_kv_elements_per_source_token == 18 * 2 * 16 * 128  # 4x the self-attention figure
+    assert geom.sources["cross_num_kv_heads"] == "decoder_config.cross_num_key_value_heads"

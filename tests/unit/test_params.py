@@ -316,3 +316,33 @@ def test_qwen2_audio_counts_its_audio_encoder_as_transformers_does():
     est = estimate("Qwen__Qwen2-Audio-7B.json")
     assert (est.total, est.breakdown["audio"]) == (8_397_094_912, 642_215_936)
     assert est.active == est.total - est.breakdown["audio"]
+
+
+def test_deepseek_v4_attention_is_its_own_low_rank_shape():
+    # Issue 20: V4's attention was sized as H * head_dim projections (11.7B of Flash's 13B active were
+    # attention); DeepseekV4Attention has low-rank q, one K = V projection and a grouped low-rank output.
+    # The cards' totals (284B, 1.6T) are the snapshot's published counts; the cards' active counts are
+    # 13B and 49B. Hyper-connections stay unmodelled (a few million weights).
+    from observatory.catalog.snapshot import load_entries
+
+    published = {e.id: e.num_parameters for e in load_entries()}
+    for name, model_id, active in (("deepseek-ai__DeepSeek-V4-Flash.json", "deepseek-ai/DeepSeek-V4-Flash", 13e9),
+                                   ("deepseek-ai__DeepSeek-V4-Pro.json", "deepseek-ai/DeepSeek-V4-Pro", 49e9)):
+        est = estimate_parameters(json.loads((CONFIG_DIR / name).read_bytes()))
+        assert abs(est.total / published[model_id] - 1) < 0.03, name
+        assert abs(est.active / active - 1) < 0.06, name  # was 1.57x (Flash) and 1.8x (Pro)
+        assert est.warnings == ("not modelled: hyper-connections; the count is approximate",)
+
+
+@pytest.mark.parametrize(("name", "uncounted"), [
+    ("eustlb__csm-1b.json", ("codec_config", "depth_decoder_config")),  # Mimi codec, per-frame depth decoder
+    ("Qwen__Qwen2.5-Omni-7B.json", ("talker_config", "token2wav_config")),  # the thinker is counted, not the voice
+    ("rhymes-ai__Aria.json", ("vision_config",)),  # projector_patch_to_query_dict is a settings table
+    ("Qwen__Qwen2-Audio-7B.json", ()),  # its audio encoder is counted
+    ("Qwen__Qwen2.5-7B-Instruct.json", ()),
+])
+def test_what_the_estimate_leaves_out_is_named(name, uncounted):
+    est = estimate(name)
+    assert est.uncounted == uncounted
+    assert est.scope == ("language model only" if uncounted else "whole checkpoint")
+    assert est.to_dict()["scope"] == est.scope

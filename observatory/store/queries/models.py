@@ -44,7 +44,9 @@ from pydantic import (
 )
 from sqlmodel import Session
 
+from observatory.core.config_dialects import ConfigError
 from observatory.core.geometry import Geometry
+from observatory.core.params import estimate_parameters
 from observatory.store.ingest import Derived, derive
 from observatory.store.queries.oracle import check_of
 from observatory.store.tables import ConfigRevision, GeometryRow, HubModel
@@ -559,6 +561,10 @@ class GeometryDetail(BaseModel):
     fingerprint: str | None = Field(description="Architecture fingerprint: identical architectures share it")
     params_estimate: int | None = Field(description="Total parameters estimated from the config")
     active_params_estimate: int | None
+    params_scope: str | None = Field(None, description='What params_estimate covers: "whole checkpoint", or'
+                                     ' "language model only" when the checkpoint holds towers it leaves out')
+    params_uncounted: list[str] = Field(default_factory=list,
+                                        description="Config sections whose weights params_estimate leaves out")
     chunked: bool
     hidden_size: int | None
     kv_lora_rank: int | None
@@ -697,7 +703,8 @@ def read_model(session: Session, model_id: str) -> StoredModel | None:
     model = session.get(HubModel, model_id)
     if model is None:
         return None
-    row, geom = current_geometry(session, model)
+    row, derived = current_derived(session, model)
+    geom = derived.geometry if derived is not None else None
     c = ConfigRevision.__table__.c
     revisions = [
         RevisionInfo(id=r.id, sha=r.sha, fetched_at=r.fetched_at, provenance=r.provenance, source=r.source,
@@ -720,11 +727,13 @@ def read_model(session: Session, model_id: str) -> StoredModel | None:
         if disagrees:
             values["uncertain"] = True
             values["warnings"] = [*values["warnings"], oracle_warning(oracle)]
+        scope = _params_scope(derived.config if derived is not None else None) if row.params_estimate else None
         geometry = GeometryDetail(
             **values,
             layer_kinds=list(geom.layer_kinds) if geom is not None else None,
             provenance=_provenance(row, geom),
             oracle=oracle,
+            params_scope=scope[0] if scope else None, params_uncounted=list(scope[1]) if scope else [],
         )
     return StoredModel(
         model=model, row=row, geom=geom,
@@ -740,6 +749,17 @@ def oracle_warning(oracle: OracleDetail) -> str:
     return (f"transformers {oracle.transformers_version or ''} reads this config otherwise: {oracle.reason}; "
             "the geometry is uncertain and left out of trends and headlines until a rule or a listed difference "
             "explains it").replace("transformers  reads", "transformers reads")
+
+
+def _params_scope(cfg: dict | None) -> tuple[str, tuple[str, ...]] | None:
+    """What the stored estimate covers, read from the config again (pure and quick; not stored)."""
+    if cfg is None:
+        return None
+    try:
+        estimate = estimate_parameters(cfg)
+    except ConfigError:
+        return None
+    return estimate.scope, estimate.uncounted
 
 
 def model_parameters(model: HubModel, row: GeometryRow | None) -> tuple[int | None, int | None]:

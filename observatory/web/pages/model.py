@@ -107,9 +107,12 @@ def model_page_data(session: Session, model_id: str, context: int, batch: int, d
     georow, derived = current_derived(session, model)
     geom = derived.geometry if derived is not None else None
     params, active = model_parameters(model, georow)
+    geometry = data.get("geometry") or {}
     data["parameters"] = {"total": params, "active": active,
                           "source": model.parameters_source if model.num_parameters is not None
-                          else ("config" if params is not None else None)}
+                          else ("config" if params is not None else None),
+                          # an estimate that leaves towers out says so ("language model only")
+                          "scope": geometry.get("params_scope"), "uncounted": geometry.get("params_uncounted", [])}
     # "roofline" (batch 1 at 4k/32k/128k) comes with the detail; "roofline_at" is at this page's
     # context, batch and dtype.
     data["calculator"] = None
