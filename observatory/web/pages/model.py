@@ -45,11 +45,7 @@ ROOFLINE_DRAWN = ("a100-80gb-sxm", "h100-sxm", "h200-sxm", "b200", "mi300x", "l4
 def kv_terms(geom: Geometry) -> list[dict]:
     """The cache as ``Σ elements_per_token × min(context, cap)`` terms (per distinct cap), the
     form kv-calculator.js evaluates; the same per-layer numbers ``kvcache.cache_bytes`` sums."""
-    terms: dict[int | None, int] = {}
-    for elements, cap in zip(geom.layer_kv_elements(), geom.layer_windows()):
-        if elements:
-            terms[cap] = terms.get(cap, 0) + elements
-    return [{"elements_per_token": e, "cap": cap} for cap, e in sorted(terms.items(), key=lambda t: t[0] or 0)]
+    return [{"elements_per_token": e, "cap": cap} for cap, e in geom.cache_terms()]
 
 
 def calculator(geom: Geometry, context: int, batch: int, dtype: str) -> dict:
