@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -19,7 +20,6 @@ from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from observatory.bench.store import results_for_model
-from observatory.catalog.hardware import load_catalog
 from observatory.store.queries.models import (
     SUMMARY_FIELDS,
     ArchitectureInfo,
@@ -31,6 +31,7 @@ from observatory.store.queries.models import (
     ModelSummary,
     Page,
     RevisionInfo,
+    StoredModel,
     get_revision,
     iter_models,
     list_models,
@@ -45,12 +46,7 @@ from observatory.web.api.common import (
 )
 from observatory.web.deps import ReadSessionDep, request_reader
 from observatory.web.errors import ERROR_RESPONSES, ApiError
-from observatory.web.estimates import (
-    DeviceRoofline,
-    KVCacheSummary,
-    kv_summary,
-    roofline_summary,
-)
+from observatory.web.estimates import DeviceRoofline, KVCacheSummary, estimates_json
 from observatory.web.rendering import csv_response
 from observatory.web.strict_params import StrictQueryRoute
 
@@ -109,7 +105,26 @@ class ModelDetail(BaseModel):
         description="Stored repositories that name this model as a base, by relation, with their downloads")
 
 
-def get_model_detail(session: Session, model_id: str) -> ModelDetail | None:
+@dataclass(frozen=True)
+class DetailParts:
+    """One model's detail in two parts: ``rest`` (everything but the estimates, which it holds
+    empty) and ``estimates``, the ``kv_cache`` and ``roofline`` members as JSON, kept per
+    geometry, parameter counts and catalog (``estimates.estimates_json``)."""
+
+    record: StoredModel
+    rest: ModelDetailResponse
+    estimates: bytes
+
+    def json(self) -> bytes:
+        rest = self.rest.model_dump_json(exclude={"kv_cache", "roofline"}).encode()
+        return b"{" + self.estimates + b"," + rest[1:]
+
+    def data(self) -> dict:
+        """The detail as plain values (dates stay dates), for the page's template."""
+        return {**self.rest.model_dump(exclude={"ok", "kv_cache", "roofline"}), **json.loads(b"{" + self.estimates + b"}")}
+
+
+def model_detail_parts(session: Session, model_id: str) -> DetailParts | None:
     """The model page's data, or None when the store has no such model: the stored record, the
     estimates derived from its geometry, its latest spot-benchmarks. ``model_id`` must be
     validated by the caller (``repo_ids.validate_repo_id``)."""
@@ -117,16 +132,18 @@ def get_model_detail(session: Session, model_id: str) -> ModelDetail | None:
     if record is None:
         return None
     params, active = record.parameters
-    return ModelDetail(
-        model=record.info,
-        geometry=record.geometry,
-        revisions=record.revisions,
-        kv_cache=kv_summary(record.geom) if record.has_cache else None,
-        roofline=roofline_summary(record.geom, load_catalog(), params, active) if record.has_cache else [],
+    rest = ModelDetailResponse.model_construct(
+        model=record.info, geometry=record.geometry, revisions=record.revisions, kv_cache=None, roofline=[],
         bench=[BenchResultInfo.model_validate(r) for r in results_for_model(session, model_id, 10)],
-        architecture=record.architecture,
-        derivatives=record.derivatives,
+        architecture=record.architecture, derivatives=record.derivatives, ok=True,
     )
+    return DetailParts(record, rest, estimates_json(record.estimate_key, record.geom, params, active))
+
+
+def get_model_detail(session: Session, model_id: str) -> ModelDetail | None:
+    """``model_detail_parts`` as one validated ``ModelDetail``."""
+    parts = model_detail_parts(session, model_id)
+    return None if parts is None else ModelDetail.model_validate_json(parts.json())
 
 
 class ModelListResponse(BaseModel):
@@ -196,10 +213,10 @@ def model(session: ReadSessionDep,
     or derived), every stored config revision (raw text at ``config_url``), KV cache at
     4k/32k/128k tokens with its MHA counterfactual, the decode-attention roofline on every
     catalogued device, and the latest spot-benchmarks. The id is the whole rest of the path."""
-    detail = get_model_detail(session, checked_model_id(model_id))
-    if detail is None:
+    parts = model_detail_parts(session, checked_model_id(model_id))
+    if parts is None:
         raise ApiError(404, not_found_message(session, model_id))
-    return model_response(ModelDetailResponse.model_construct(**dict(detail), ok=True))
+    return Response(parts.json(), media_type="application/json")
 
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")

@@ -3,6 +3,7 @@ catalogued device, capacity by tensor-parallel degree, config history, lineage a
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 from urllib.parse import quote
 
@@ -13,23 +14,29 @@ from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from observatory.bench.store import results_for_model
-from observatory.catalog.hardware import load_catalog
+from observatory.catalog.hardware import catalog_version, load_catalog
 from observatory.core import kvcache, roofline
 from observatory.core.geometry import Geometry
 from observatory.core.repo_ids import InvalidRepoId, validate_repo_id
+from observatory.store.memo import BoundedCache
 from observatory.store.queries.models import (
+    StoredModel,
     current_derived,
-    model_parameters,
     not_found_message,
 )
-from observatory.store.tables import HubModel
 from observatory.web import chart_specs
-from observatory.web.api.models import get_model_detail
+from observatory.web.api.models import model_detail_parts
 from observatory.web.deps import request_reader
 from observatory.web.errors import ApiError
 from observatory.web.estimates import deployment_table, hardware_info, roofline_point
 from observatory.web.pages.base import page_decorator, validated
-from observatory.web.rendering import FORMATS, error_page, json_response, render
+from observatory.web.rendering import (
+    FORMATS,
+    error_page,
+    json_response,
+    jsonable,
+    render,
+)
 
 router = APIRouter(include_in_schema=False)
 page = page_decorator(router)
@@ -83,36 +90,49 @@ def roofline_rows(geom: Geometry, context: int, batch: int, dtype: str, num_para
     ]
 
 
+# The page's own estimates at its (context, batch, dtype): ~40 KB of JSON each; 512 of them
+# in ~20 MB per worker.
+_PAGE_ESTIMATES: BoundedCache[bytes] = BoundedCache(512)
+
+
+def page_estimates(session: Session, record: StoredModel, context: int, batch: int, dtype: str) -> dict:
+    """The calculator, the capacity table and the roofline at this page's context, batch and
+    dtype: computed once per (geometry, parameter counts, catalog version, inputs)."""
+    def compute() -> bytes:
+        geom = record.geom
+        params, active = record.parameters
+        out = {"calculator": None, "roofline_at": None, "deployment": None}
+        if geom is not None and geom.attention_kind != "none":
+            # The MLA capacity table reads the attention weights from the config.
+            config = current_derived(session, record.model)[1].config if geom.mla is not None else None
+            out["calculator"] = calculator(geom, context, batch, dtype)
+            out["deployment"] = deployment_table(geom, load_catalog(), context, dtype, params, config)
+            out["roofline_at"] = {"context": context, "batch": batch, "dtype": dtype,
+                                  "per_call_s": roofline.DEFAULT_PER_CALL_S,
+                                  "rows": roofline_rows(geom, context, batch, dtype, params, active)}
+        return json.dumps(jsonable(out), separators=(",", ":")).encode()
+    if record.estimate_key is None:
+        return json.loads(compute())
+    return json.loads(_PAGE_ESTIMATES.get((record.estimate_key, catalog_version(), context, batch, dtype), compute))
+
+
 def model_page_data(session: Session, model_id: str, context: int, batch: int, dtype: str) -> dict | None:
-    detail = get_model_detail(session, model_id)
-    if detail is None:
+    parts = model_detail_parts(session, model_id)
+    if parts is None:
         return None
-    data = detail.model_dump()
-    model = session.get(HubModel, model_id)
-    georow, derived = current_derived(session, model)
-    geom = derived.geometry if derived is not None else None
-    params, active = model_parameters(model, georow)
+    record = parts.record
+    data = parts.data()
+    params, active = record.parameters
     data["parameters"] = {"total": params, "active": active,
-                          "source": model.parameters_source if model.num_parameters is not None
+                          "source": record.model.parameters_source if record.model.num_parameters is not None
                           else ("config" if params is not None else None)}
     # "roofline" (batch 1 at 4k/32k/128k) comes with the detail; "roofline_at" is at this page's
     # context, batch and dtype.
-    data["calculator"] = None
-    data["roofline_at"] = None
-    data["deployment"] = None
-    if geom is not None and geom.attention_kind != "none":
-        data["calculator"] = calculator(geom, context, batch, dtype)
-        data["deployment"] = deployment_table(geom, load_catalog(), context, dtype, params, derived.config)
-        data["roofline_at"] = {"context": context, "batch": batch, "dtype": dtype,
-                            "per_call_s": roofline.DEFAULT_PER_CALL_S,
-                            "rows": roofline_rows(geom, context, batch, dtype, params, active)}
-    if geom is not None:
-        kinds: dict[str, int] = {}
-        for kind in geom.layer_kinds:
-            kinds[kind] = kinds.get(kind, 0) + 1
-        data["layer_summary"] = kinds
-    else:
-        data["layer_summary"] = {}
+    data.update(page_estimates(session, record, context, batch, dtype))
+    kinds: dict[str, int] = {}
+    for kind in record.geom.layer_kinds if record.geom is not None else ():
+        kinds[kind] = kinds.get(kind, 0) + 1
+    data["layer_summary"] = kinds
     data["bench_results"] = results_for_model(session, model_id)
     return data
 
