@@ -699,6 +699,24 @@ def _revision_info(r, current_id: int | None) -> RevisionInfo:
                         size_chars=r.size_chars or 0, config_url=config_url(r.id))
 
 
+@lru_cache(maxsize=1)
+def _model_query() -> sa.Select:
+    """``read_model``'s one query, built once (building and keying it cost more than running it)."""
+    c = ConfigRevision.__table__.c
+    current = ConfigRevision.__table__.alias("current")
+    revision_count = sa.select(sa.func.count()).where(c.model_id == HubModel.id).scalar_subquery()
+    return (
+        sa.select(HubModel, GeometryRow, DerivativeStats, current.c.id, current.c.sha, current.c.fetched_at,
+                  current.c.provenance, current.c.source, current.c.parse_status, current.c.parse_error,
+                  sa.func.length(current.c.raw_text).label("size_chars"), revision_count.label("revision_count"))
+        .select_from(HubModel)
+        .outerjoin(GeometryRow, GeometryRow.revision_id == HubModel.current_revision_id)
+        .outerjoin(current, current.c.id == HubModel.current_revision_id)
+        .outerjoin(DerivativeStats, DerivativeStats.model_id == HubModel.id)
+        .where(HubModel.id == sa.bindparam("model_id"))
+    )
+
+
 def read_model(session: Session, model_id: str) -> StoredModel | None:
     """The model page's stored data, or None when the store has no such model. ``model_id`` must be
     validated by the caller (``repo_ids.validate_repo_id``).
@@ -707,18 +725,7 @@ def read_model(session: Session, model_id: str) -> StoredModel | None:
     derivative counts and how many revisions it has; the revision list is read only for a model
     with more than its current one, the siblings only for a fingerprinted geometry."""
     c = ConfigRevision.__table__.c
-    current = ConfigRevision.__table__.alias("current")
-    revision_count = sa.select(sa.func.count()).where(c.model_id == HubModel.id).scalar_subquery()
-    found = session.execute(
-        sa.select(HubModel, GeometryRow, DerivativeStats, current.c.id, current.c.sha, current.c.fetched_at,
-                  current.c.provenance, current.c.source, current.c.parse_status, current.c.parse_error,
-                  sa.func.length(current.c.raw_text).label("size_chars"), revision_count.label("revision_count"))
-        .select_from(HubModel)
-        .outerjoin(GeometryRow, GeometryRow.revision_id == HubModel.current_revision_id)
-        .outerjoin(current, current.c.id == HubModel.current_revision_id)
-        .outerjoin(DerivativeStats, DerivativeStats.model_id == HubModel.id)
-        .where(HubModel.id == model_id)
-    ).first()
+    found = session.execute(_model_query(), {"model_id": model_id}).first()
     if found is None:
         return None
     model, row = found.HubModel, found.GeometryRow
