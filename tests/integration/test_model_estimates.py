@@ -142,3 +142,34 @@ def test_bounded_cache_keeps_the_most_recently_used():
     assert calls == [1, 2, 3, 4] and (cache.hits, cache.misses) == (1, 4)
     with pytest.raises(ValueError):
         BoundedCache(0)
+
+
+def test_the_whole_answer_follows_the_row_its_siblings_and_its_derivatives(tmp_path):
+    """The API keeps whole answers per what they are read from: a changed download count (even
+    one written without touching updated_at), a new model of the same architecture and refreshed
+    derivative counts are all seen on the next request."""
+    from api_testdata import Spec, add_model
+
+    from observatory.store.ingest import update_model_rows
+    from observatory.store.trends import refresh_trends
+
+    settings, engine = built_store(tmp_path)
+    try:
+        with TestClient(create_app(settings)) as c:
+            url = "/api/v1/models/alpha/llama-70b"
+            before = c.get(url).json()
+            assert c.get(url).json() == before  # served again from the cache
+            with session_scope(engine) as s:
+                update_model_rows(s, {"alpha/llama-70b": {"downloads": 123}})
+            after = c.get(url).json()
+            assert after["model"]["downloads"] == 123
+            siblings = after["architecture"]["siblings"]
+            add_model(engine, Spec("omega/llama-70b-copy", "g8", (2025, 5, 1), 1, 70 * B))
+            assert c.get(url).json()["architecture"]["siblings"] == siblings + 1
+            add_model(engine, Spec("omega/llama-70b-ft", "g8", (2025, 5, 2), 7, 70 * B, "finetune",
+                                   ("alpha/llama-70b",)))
+            refresh_trends(engine)
+            derivatives = c.get(url).json()["derivatives"]
+            assert derivatives["finetune"] == before["derivatives"]["finetune"] + 1
+    finally:
+        engine.dispose()

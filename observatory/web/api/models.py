@@ -12,14 +12,19 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Annotated, Literal
 
+import sqlalchemy as sa
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from observatory.bench.store import results_for_model
+from observatory.bench.tables import BenchResult
+from observatory.catalog.hardware import catalog_version
+from observatory.store.memo import BoundedCache
 from observatory.store.queries.models import (
     SUMMARY_FIELDS,
     ArchitectureInfo,
@@ -38,6 +43,8 @@ from observatory.store.queries.models import (
     not_found_message,
     read_model,
 )
+from observatory.store.tables import ConfigRevision, GeometryRow, HubModel
+from observatory.store.trend_tables import DerivativeStats
 from observatory.web.api.common import (
     CSV_RESPONSE,
     REPO_ID_PATTERN,
@@ -140,6 +147,42 @@ def model_detail_parts(session: Session, model_id: str) -> DetailParts | None:
     return DetailParts(record, rest, estimates_json(record.estimate_key, record.geom, params, active))
 
 
+# The whole answer, kept per everything it is read from: the model's row as stored, its current
+# geometry row, derivative counts, revision count, newest spot-benchmark, the newest geometry in
+# the store (a new sibling of the same architecture) and the hardware catalog. ~30 KB each.
+_DETAIL_JSON: BoundedCache[bytes | None] = BoundedCache(1024)
+
+
+@lru_cache(maxsize=1)
+def _versions_query() -> sa.Select:
+    """One indexed row: what ``model_detail_json`` keys its cache on."""
+    m, g = HubModel.__table__, GeometryRow.__table__
+    d, c, b = DerivativeStats.__table__, ConfigRevision.__table__, BenchResult.__table__
+    return (
+        sa.select(*m.c, g.c.id, g.c.derived_at, d.c.computed_at,
+                  sa.select(sa.func.count()).where(c.c.model_id == m.c.id).scalar_subquery(),
+                  sa.select(sa.func.max(b.c.id)).where(b.c.model_id == m.c.id).scalar_subquery(),
+                  sa.select(sa.func.max(g.c.id)).scalar_subquery().label("newest_geometry"))
+        .select_from(m.outerjoin(g, g.c.revision_id == m.c.current_revision_id)
+                     .outerjoin(d, d.c.model_id == m.c.id))
+        .where(m.c.id == sa.bindparam("model_id"))
+    )
+
+
+def model_detail_json(session: Session, model_id: str) -> bytes | None:
+    """``/api/v1/models/{id}``'s body, or None when the store has no such model: one query reads
+    what the answer depends on, and an unchanged answer is served as it was."""
+    versions = session.execute(_versions_query(), {"model_id": model_id}).first()
+    if versions is None:
+        return None
+
+    def compute() -> bytes | None:
+        parts = model_detail_parts(session, model_id)
+        return None if parts is None else parts.json()
+    # repr: the row holds JSON lists (tags, base models), which do not hash
+    return _DETAIL_JSON.get((str(session.get_bind().url), repr(tuple(versions)), catalog_version()), compute)
+
+
 def get_model_detail(session: Session, model_id: str) -> ModelDetail | None:
     """``model_detail_parts`` as one validated ``ModelDetail``."""
     parts = model_detail_parts(session, model_id)
@@ -213,10 +256,10 @@ def model(session: ReadSessionDep,
     or derived), every stored config revision (raw text at ``config_url``), KV cache at
     4k/32k/128k tokens with its MHA counterfactual, the decode-attention roofline on every
     catalogued device, and the latest spot-benchmarks. The id is the whole rest of the path."""
-    parts = model_detail_parts(session, checked_model_id(model_id))
-    if parts is None:
+    body = model_detail_json(session, checked_model_id(model_id))
+    if body is None:
         raise ApiError(404, not_found_message(session, model_id))
-    return Response(parts.json(), media_type="application/json")
+    return Response(body, media_type="application/json")
 
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
