@@ -159,10 +159,15 @@ def test_the_whole_answer_follows_the_row_its_siblings_and_its_derivatives(tmp_p
             url = "/api/v1/models/alpha/llama-70b"
             before = c.get(url).json()
             assert c.get(url).json() == before  # served again from the cache
+            page = "/models/alpha/llama-70b"
+            assert c.get(page + ".json").json()["model"]["downloads"] == before["model"]["downloads"]
+            html = c.get(page).text
             with session_scope(engine) as s:
                 update_model_rows(s, {"alpha/llama-70b": {"downloads": 123}})
             after = c.get(url).json()
             assert after["model"]["downloads"] == 123
+            assert c.get(page + ".json").json()["model"]["downloads"] == 123
+            assert c.get(page).text != html
             siblings = after["architecture"]["siblings"]
             add_model(engine, Spec("omega/llama-70b-copy", "g8", (2025, 5, 1), 1, 70 * B))
             assert c.get(url).json()["architecture"]["siblings"] == siblings + 1

@@ -169,18 +169,27 @@ def _versions_query() -> sa.Select:
     )
 
 
-def model_detail_json(session: Session, model_id: str) -> bytes | None:
-    """``/api/v1/models/{id}``'s body, or None when the store has no such model: one query reads
-    what the answer depends on, and an unchanged answer is served as it was."""
+def detail_versions(session: Session, model_id: str) -> tuple | None:
+    """What a model's detail is read from, as one hashable key (one indexed query); None when
+    the store has no such model. Equal keys, equal answers."""
     versions = session.execute(_versions_query(), {"model_id": model_id}).first()
     if versions is None:
+        return None
+    # repr: the row holds JSON lists (tags, base models), which do not hash
+    return str(session.get_bind().url), repr(tuple(versions)), catalog_version()
+
+
+def model_detail_json(session: Session, model_id: str) -> bytes | None:
+    """``/api/v1/models/{id}``'s body, or None when the store has no such model: an unchanged
+    answer (``detail_versions``) is served as it was."""
+    key = detail_versions(session, model_id)
+    if key is None:
         return None
 
     def compute() -> bytes | None:
         parts = model_detail_parts(session, model_id)
         return None if parts is None else parts.json()
-    # repr: the row holds JSON lists (tags, base models), which do not hash
-    return _DETAIL_JSON.get((str(session.get_bind().url), repr(tuple(versions)), catalog_version()), compute)
+    return _DETAIL_JSON.get(key, compute)
 
 
 def get_model_detail(session: Session, model_id: str) -> ModelDetail | None:

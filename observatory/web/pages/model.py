@@ -25,7 +25,7 @@ from observatory.store.queries.models import (
     not_found_message,
 )
 from observatory.web import chart_specs
-from observatory.web.api.models import model_detail_parts
+from observatory.web.api.models import detail_versions, model_detail_parts
 from observatory.web.deps import request_reader
 from observatory.web.errors import ApiError
 from observatory.web.estimates import deployment_table, hardware_info, roofline_point
@@ -176,11 +176,29 @@ def _model_page(request: Request, model_id: str, fmt: str | None) -> Response:
     except InvalidRepoId as exc:
         raise ApiError(400, f"model id: {exc}") from None
     form = validated(KVForm, request)
-    context, batch, dtype = form.context, form.batch, form.dtype
     with request_reader(request) as session:
-        data = model_page_data(session, model_id, context, batch, dtype)
-        if data is None:
+        key = detail_versions(session, model_id)
+        if key is None:
             raise ApiError(404, not_found_message(session, model_id))
+        # The page is a function of the stored data (the key) and the request's URL.
+        body, media_type = _PAGES.get((key, str(request.url), fmt), lambda: _page_body(request, session, model_id,
+                                                                                         fmt, form))
+    return Response(body, media_type=media_type)
+
+
+# Rendered pages (~100 KB of HTML) and JSON twins: 256 of them in ~25 MB per worker.
+_PAGES: BoundedCache[tuple[bytes, str]] = BoundedCache(256)
+
+
+def _page_body(request: Request, session: Session, model_id: str, fmt: str | None, form: KVForm) -> tuple[bytes, str]:
+    data = model_page_data(session, model_id, form.context, form.batch, form.dtype)
+    if data is None:
+        raise ApiError(404, not_found_message(session, model_id))
+    response = _page_response(request, model_id, fmt, data)
+    return response.body, response.media_type
+
+
+def _page_response(request: Request, model_id: str, fmt: str | None, data: dict) -> Response:
     if fmt == "json":
         return json_response(data)
     specs = {}
