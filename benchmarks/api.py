@@ -16,7 +16,8 @@ row times 500 others on their very first request); (4) Datasette, from its own e
 (``--datasette``; never a project dependency), on the same file: the same trend series read
 from the precomputed rows, the same list as SQL, the model's row as JSON and as its row page;
 (5) the same questions as plain SQL from N threads (one read-only connection each). Latencies are
-per request, from send to last byte; req/s is requests over the wall time of the round.
+per request, from send to last byte; req/s is requests over the wall time of the round; a
+round starts no request after 15 s (its n is what was answered).
 
 The fair floor for the precomputed trends is reading the precomputed rows (Datasette's SQL and
 plain SQL on ``trend_point``), not an aggregate over the model table. The table goes to
@@ -215,18 +216,21 @@ def start_server(db: Path, port: int, workers: int) -> subprocess.Popen:
     raise SystemExit("server did not answer within 120 s")
 
 
-def run_clients(clients: int, total: int, work) -> list[float]:
-    """``work(worker_state, i)`` for i in range(total) spread over ``clients`` threads; latencies."""
+def run_clients(clients: int, total: int, work, budget_s: float | None = None) -> list[float]:
+    """``work(worker_state, i)`` for i in range(total) spread over ``clients`` threads; latencies.
+    With ``budget_s``, no request starts after that many seconds (a slow peer's round ends early;
+    its n says how many it answered)."""
     latencies: list[float] = []
     lock = threading.Lock()
     counter = iter(range(total))
+    deadline = None if budget_s is None else time.perf_counter() + budget_s
 
     def worker(state):
         mine = []
         while True:
             with lock:
                 i = next(counter, None)
-            if i is None:
+            if i is None or deadline is not None and time.perf_counter() > deadline:
                 break
             t0 = time.perf_counter()
             work(state, i)
@@ -327,9 +331,12 @@ TREND_ROWS = ("SELECT * FROM trend_point WHERE period_kind = ? AND population = 
               "ORDER BY period_start")
 
 
+ROUND_S = 15.0  # longest timed round
+
+
 def measure(label: str, clients: int, requests: int, work) -> dict:
     t0 = time.perf_counter()
-    latencies = run_clients(clients, requests, work)
+    latencies = run_clients(clients, requests, work, ROUND_S)
     wall = time.perf_counter() - t0
     return {"label": label, "clients": clients, "n": len(latencies), "rps": len(latencies) / wall,
             "p50": pct(latencies, .5), "p99": pct(latencies, .99)}
@@ -408,7 +415,7 @@ def main() -> None:
                             http_get(port, [f"/api/v1/models/{quote(i)}" for i in cold_ids])))
         for label, paths in (("ours: /api/v1/trends", trend_paths), ("ours: /api/v1/models filtered", list_paths),
                              ("ours: /api/v1/models/{id}", model_paths), ("ours: /models/{id} page", page_paths)):
-            run_clients(4, len(paths), http_get(port, paths))  # warm-up: every question once
+            run_clients(4, len(paths), http_get(port, paths), 2 * ROUND_S)  # warm-up: every question once
             for clients in client_counts:
                 rows.append(measure(label, clients, max(args.requests, clients * 4), http_get(port, paths)))
             print(f"  {label}: done", flush=True)
@@ -421,7 +428,7 @@ def main() -> None:
         try:
             for label, paths in (("Datasette: trend rows (SQL)", ds_trends), ("Datasette: same list (SQL)", ds_list),
                                  ("Datasette: row JSON", ds_row_json), ("Datasette: row page", ds_row_html)):
-                run_clients(4, len(paths), http_get(ds_port, paths))
+                run_clients(4, len(paths), http_get(ds_port, paths), 2 * ROUND_S)
                 for clients in client_counts:
                     rows.append(measure(label, clients, max(args.requests, clients * 4), http_get(ds_port, paths)))
                 print(f"  {label}: done", flush=True)
@@ -432,7 +439,7 @@ def main() -> None:
         print(f"  no datasette at {args.datasette}: its rows are skipped", flush=True)
     for label, statements in (("SQL: trend rows", plain_trends), ("SQL: same list", plain_list),
                               ("SQL: model rows (4 queries)", plain_model)):
-        run_clients(4, len(statements), sql_run(db, statements))
+        run_clients(4, len(statements), sql_run(db, statements), 2 * ROUND_S)
         for clients in client_counts:
             rows.append(measure(label, clients, max(args.requests, clients * 4), sql_run(db, statements)))
 
