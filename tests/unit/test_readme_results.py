@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import results  # noqa: E402
+import results
 
 
 def test_every_readme_block_matches_its_results_file():
