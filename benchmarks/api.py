@@ -200,20 +200,25 @@ def start_server(db: Path, port: int, workers: int) -> subprocess.Popen:
          "--port", str(port), "--workers", str(workers), "--log-level", "warning", "--no-access-log",
          "--http", "observatory.web.tcp:NoDelayHttpToolsProtocol", "--loop", "uvloop"],  # as `observatory serve`
         cwd=ROOT, env=env)
+    return wait_until_answering(proc, port, "/api/v1/hardware", "server")
+
+
+def wait_until_answering(proc: subprocess.Popen, port: int, path: str, name: str) -> subprocess.Popen:
+    """``proc`` once ``path`` answers 200 on ``port`` (bounded: 120 s), else it is stopped."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"server exited with {proc.returncode}")
+            raise SystemExit(f"{name} exited with {proc.returncode}")
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/api/v1/hardware")
+            conn.request("GET", path)
             if conn.getresponse().status == 200:
                 conn.close()
                 return proc
         except OSError:
             time.sleep(0.3)
     proc.terminate()
-    raise SystemExit("server did not answer within 120 s")
+    raise SystemExit(f"{name} did not answer within 120 s")
 
 
 def run_clients(clients: int, total: int, work, budget_s: float | None = None) -> list[float]:
@@ -305,20 +310,7 @@ def start_datasette(datasette: Path, db: Path, port: int) -> subprocess.Popen:
     proc = subprocess.Popen([str(datasette), "serve", str(db), "--host", "127.0.0.1", "--port", str(port),
                              "--setting", "sql_time_limit_ms", "20000", "--setting", "default_cache_ttl", "0"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"datasette exited with {proc.returncode}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", f"/{db.stem}.json?sql=select+1")
-            if conn.getresponse().status == 200:
-                conn.close()
-                return proc
-        except OSError:
-            time.sleep(0.3)
-    proc.terminate()
-    raise SystemExit("datasette did not answer within 120 s")
+    return wait_until_answering(proc, port, f"/{db.stem}.json?sql=select+1", "datasette")
 
 
 def tilde(value: str) -> str:
@@ -340,6 +332,15 @@ def measure(label: str, clients: int, requests: int, work) -> dict:
     wall = time.perf_counter() - t0
     return {"label": label, "clients": clients, "n": len(latencies), "rps": len(latencies) / wall,
             "p50": pct(latencies, .5), "p99": pct(latencies, .99)}
+
+
+def rounds(label: str, client_counts: list[int], requests: int, questions: int, work) -> list[dict]:
+    """A warm-up asking every question once (4 clients), then one timed round per client count;
+    ``work()`` makes the per-request function."""
+    run_clients(4, questions, work(), 2 * ROUND_S)
+    out = [measure(label, clients, max(requests, clients * 4), work()) for clients in client_counts]
+    print(f"  {label}: done", flush=True)
+    return out
 
 
 def main() -> None:
@@ -415,10 +416,7 @@ def main() -> None:
                             http_get(port, [f"/api/v1/models/{quote(i)}" for i in cold_ids])))
         for label, paths in (("ours: /api/v1/trends", trend_paths), ("ours: /api/v1/models filtered", list_paths),
                              ("ours: /api/v1/models/{id}", model_paths), ("ours: /models/{id} page", page_paths)):
-            run_clients(4, len(paths), http_get(port, paths), 2 * ROUND_S)  # warm-up: every question once
-            for clients in client_counts:
-                rows.append(measure(label, clients, max(args.requests, clients * 4), http_get(port, paths)))
-            print(f"  {label}: done", flush=True)
+            rows += rounds(label, client_counts, args.requests, len(paths), lambda paths=paths: http_get(port, paths))
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -428,10 +426,7 @@ def main() -> None:
         try:
             for label, paths in (("Datasette: trend rows (SQL)", ds_trends), ("Datasette: same list (SQL)", ds_list),
                                  ("Datasette: row JSON", ds_row_json), ("Datasette: row page", ds_row_html)):
-                run_clients(4, len(paths), http_get(ds_port, paths), 2 * ROUND_S)
-                for clients in client_counts:
-                    rows.append(measure(label, clients, max(args.requests, clients * 4), http_get(ds_port, paths)))
-                print(f"  {label}: done", flush=True)
+                rows += rounds(label, client_counts, args.requests, len(paths), lambda paths=paths: http_get(ds_port, paths))
         finally:
             ds.terminate()
             ds.wait(timeout=30)
@@ -439,9 +434,7 @@ def main() -> None:
         print(f"  no datasette at {args.datasette}: its rows are skipped", flush=True)
     for label, statements in (("SQL: trend rows", plain_trends), ("SQL: same list", plain_list),
                               ("SQL: model rows (4 queries)", plain_model)):
-        run_clients(4, len(statements), sql_run(db, statements), 2 * ROUND_S)
-        for clients in client_counts:
-            rows.append(measure(label, clients, max(args.requests, clients * 4), sql_run(db, statements)))
+        rows += rounds(label, client_counts, args.requests, len(statements), lambda statements=statements: sql_run(db, statements))
 
     ms = lambda v: f"{v * 1000:.2f}"
     print()
