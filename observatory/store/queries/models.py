@@ -679,7 +679,8 @@ class _Parsed:
 
 # A revision's text never changes and its geometry row changes only with a new derived_at, so a
 # parse is kept per (store, revision, sha, derived_at); the model page then reads no config text.
-_PARSED: BoundedCache[_Parsed] = BoundedCache(2048)
+# ~35 KB each (config dict, geometry, detail): 512 in ~18 MB per worker.
+_PARSED: BoundedCache[_Parsed] = BoundedCache(512)
 
 
 def _parsed(session: Session, store: str, row: GeometryRow, sha: str | None) -> _Parsed:

@@ -90,9 +90,9 @@ def roofline_rows(geom: Geometry, context: int, batch: int, dtype: str, num_para
     ]
 
 
-# The page's own estimates at its (context, batch, dtype): ~40 KB of JSON each; 512 of them
-# in ~20 MB per worker.
-_PAGE_ESTIMATES: BoundedCache[bytes] = BoundedCache(512)
+# The page's own estimates at its (context, batch, dtype): ~40 KB of JSON each; 256 of them
+# in ~10 MB per worker.
+_PAGE_ESTIMATES: BoundedCache[bytes] = BoundedCache(256)
 
 
 def page_estimates(session: Session, record: StoredModel, context: int, batch: int, dtype: str) -> dict:
@@ -186,7 +186,7 @@ def _model_page(request: Request, model_id: str, fmt: str | None) -> Response:
     return Response(body, media_type=media_type)
 
 
-# Rendered pages (~100 KB of HTML) and JSON twins: 256 of them in ~25 MB per worker.
+# Rendered pages (~35 KB of HTML; JSON twins ~80 KB): 256 of them in at most ~20 MB per worker.
 _PAGES: BoundedCache[tuple[bytes, str]] = BoundedCache(256)
 
 
