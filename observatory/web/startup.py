@@ -36,10 +36,24 @@ def _snapshot(engine: Engine, settings: Settings) -> None:
     ensure_snapshot(engine, settings)
 
 
+def _snapshot_due(engine: Engine, settings: Settings) -> bool:
+    from observatory.catalog.snapshot import has_models
+
+    return settings.autoload_snapshot and not has_models(engine)
+
+
 def _rederive(engine: Engine, settings: Settings) -> None:
     from observatory.store.rederive import rederive_stale
 
     rederive_stale(engine)  # a newer parser re-derives what an older one stored
+
+
+def _rederive_due(engine: Engine, settings: Settings) -> bool:
+    from observatory.store.db import read_session
+    from observatory.store.ingest import stale_revision_ids
+
+    with read_session(engine) as session:
+        return bool(stale_revision_ids(session))
 
 
 def _trends(engine: Engine, settings: Settings) -> None:
@@ -48,20 +62,47 @@ def _trends(engine: Engine, settings: Settings) -> None:
     ensure_trends(engine)  # recompute the precomputed trends if the store changed since
 
 
+def _trends_due(engine: Engine, settings: Settings) -> bool:
+    from observatory.store.trends import trends_stale
+
+    return trends_stale(engine)
+
+
 def _alerts(engine: Engine, settings: Settings) -> None:
     from observatory.alerts.evaluate import evaluate_at_start
 
     evaluate_at_start(engine, settings)  # /alerts shows the rules and their state from the first view
 
 
-STEPS: tuple[tuple[str, Callable[[Engine, Settings], None]], ...] = (
-    ("snapshot", _snapshot), ("rederive", _rederive), ("trends", _trends), ("alerts", _alerts))
+def _alerts_due(engine: Engine, settings: Settings) -> bool:
+    from observatory.alerts.evaluate import never_evaluated
+
+    return never_evaluated(engine)
+
+
+Step = Callable[[Engine, Settings], object]
+# (name, is there work? (reads only, indexed), the work), in the order they must run.
+STEPS: tuple[tuple[str, Step, Step], ...] = (
+    ("snapshot", _snapshot_due, _snapshot), ("rederive", _rederive_due, _rederive),
+    ("trends", _trends_due, _trends), ("alerts", _alerts_due, _alerts))
 
 
 def run_startup(engine: Engine, settings: Settings, stop: threading.Event | None = None) -> dict[str, str]:
-    """Run the steps under the start-up lease; returns {step: "ok" | "skipped: …" | error text},
-    or {"lease": "held by another worker"} when another process is doing them."""
+    """Run the steps that have work under the start-up lease; returns {step: "ok" | "skipped: …" |
+    error text}, {} when none has work, or {"lease": …} when another process holds the lease or
+    the store is write-locked."""
     stop = stop or threading.Event()
+    # Reads alone find the work: a store that is up to date is never written to at start-up (not
+    # even the lease), so a worker starting beside a crawl's write transaction never waits for it.
+    due = []
+    for name, is_due, _ in STEPS:
+        try:
+            if is_due(engine, settings):
+                due.append(name)
+        except OperationalError as exc:
+            log.info("start-up check %s skipped: the store is busy (%s)", name, exc.orig)
+    if not due:
+        return {}
     holder = lease.new_holder()
     try:
         if not lease.acquire(engine, LEASE_NAME, holder, LEASE_TTL_S):
@@ -72,7 +113,9 @@ def run_startup(engine: Engine, settings: Settings, stop: threading.Event | None
         return {"lease": f"skipped: {exc.orig}"}
     results: dict[str, str] = {}
     try:
-        for name, step in STEPS:
+        for name, _, step in STEPS:
+            if name not in due:
+                continue
             if stop.is_set():
                 results[name] = "skipped: stopping"
                 continue
