@@ -1,20 +1,27 @@
-"""API latency on a store of 1,000,000 synthetic models, beside plain SQL on the same file.
+"""API throughput and latency at 1, 16 and 64 clients on a store of synthetic models, beside
+Datasette serving the same SQLite file and plain SQL on it.
 
-    python benchmarks/api.py                      # 1M models, 4 clients; prints a table
-    python benchmarks/api.py --models 100000 --clients 4 --requests 200 --keep /tmp/bench.db
+    python benchmarks/api.py --models 100000 --keep /tmp/bench.db       # prints a table, writes
+    python benchmarks/api.py --models 10000 --clients 1,16 --requests 200 --results ''
 
 Steps: (1) build a SQLite store through the Alembic migrations and fill it with raw
 ``executemany`` (realistic mix: MHA early, GQA from 2023, MQA a 2022-23 bump, MLA from 2024,
 hybrids from 2025; volume growing over time; heavy-tailed downloads; Zipf-distributed
 organisations; every row is one of a few dozen template configs whose geometry and KV bytes
 come from the real parser and ``kvcache``, so the model page can re-derive them);
-(2) ``refresh_trends`` (timed); (3) uvicorn on 127.0.0.1 in a subprocess, and N client threads
-on keep-alive connections for each question: the trend endpoint, a filtered model-list page
-and a model page; (4) the same questions as plain SQL on the same file from N threads (one
-read-only connection each). Latencies are per request, from send to last byte.
+(2) ``refresh_trends`` (timed); (3) uvicorn on 127.0.0.1 in a subprocess; N client threads on
+keep-alive connections ask each question: the trend endpoint, a filtered model-list page, one
+model's JSON and its HTML page (500 models, each asked once before the timed rounds; the first
+row times 500 others on their very first request); (4) Datasette, from its own environment
+(``--datasette``; never a project dependency), on the same file: the same trend series read
+from the precomputed rows, the same list as SQL, the model's row as JSON and as its row page;
+(5) the same questions as plain SQL from N threads (one read-only connection each). Latencies are
+per request, from send to last byte; req/s is requests over the wall time of the round; a
+round starts no request after 15 s (its n is what was answered).
 
-Floors (ratios from one run): trend endpoint p95 <= 1/5 of the plain aggregate over the model
-table; filtered list p95 <= 2x its plain indexed SQL.
+The fair floor for the precomputed trends is reading the precomputed rows (Datasette's SQL and
+plain SQL on ``trend_point``), not an aggregate over the model table. The table goes to
+``benchmarks/results/<--results>.json``, which the README quotes (``benchmarks/results.py``).
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ from observatory.store.db import make_engine, upgrade  # noqa: E402
 from observatory.store.ingest import derive  # noqa: E402
 from observatory.store.trends import refresh_trends  # noqa: E402
 from observatory.testing.server import free_port  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from results import stamp, write  # noqa: E402
 
 START, END = date(2019, 1, 1), date(2026, 11, 1)
 RELATION_MIX = ("original", "finetune", "quantized", "adapter", "merge")
@@ -190,34 +200,42 @@ def start_server(db: Path, port: int, workers: int) -> subprocess.Popen:
          "--port", str(port), "--workers", str(workers), "--log-level", "warning", "--no-access-log",
          "--http", "observatory.web.tcp:NoDelayHttpToolsProtocol", "--loop", "uvloop"],  # as `observatory serve`
         cwd=ROOT, env=env)
+    return wait_until_answering(proc, port, "/api/v1/hardware", "server")
+
+
+def wait_until_answering(proc: subprocess.Popen, port: int, path: str, name: str) -> subprocess.Popen:
+    """``proc`` once ``path`` answers 200 on ``port`` (bounded: 120 s), else it is stopped."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"server exited with {proc.returncode}")
+            raise SystemExit(f"{name} exited with {proc.returncode}")
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/api/v1/hardware")
+            conn.request("GET", path)
             if conn.getresponse().status == 200:
                 conn.close()
                 return proc
         except OSError:
             time.sleep(0.3)
     proc.terminate()
-    raise SystemExit("server did not answer within 120 s")
+    raise SystemExit(f"{name} did not answer within 120 s")
 
 
-def run_clients(clients: int, total: int, work) -> list[float]:
-    """``work(worker_state, i)`` for i in range(total) spread over ``clients`` threads; latencies."""
+def run_clients(clients: int, total: int, work, budget_s: float | None = None) -> list[float]:
+    """``work(worker_state, i)`` for i in range(total) spread over ``clients`` threads; latencies.
+    With ``budget_s``, no request starts after that many seconds (a slow peer's round ends early;
+    its n says how many it answered)."""
     latencies: list[float] = []
     lock = threading.Lock()
     counter = iter(range(total))
+    deadline = None if budget_s is None else time.perf_counter() + budget_s
 
     def worker(state):
         mine = []
         while True:
             with lock:
                 i = next(counter, None)
-            if i is None:
+            if i is None or deadline is not None and time.perf_counter() > deadline:
                 break
             t0 = time.perf_counter()
             work(state, i)
@@ -267,14 +285,6 @@ def pct(values: list[float], q: float) -> float:
 
 # --- the questions ----------------------------------------------------------------------------
 
-PLAIN_AGGREGATE = """
-SELECT strftime('%Y-%m', m.created_at) AS month, g.attention_kind, g.is_hybrid, count(*), sum(m.downloads),
-       avg(g.group_size), sum(g.group_size > 16), avg(g.kv_bytes_per_token_bf16)
-FROM hub_model m JOIN geometry g ON g.revision_id = m.current_revision_id
-WHERE m.created_at IS NOT NULL AND m.downloads >= ?
-GROUP BY month, g.attention_kind, g.is_hybrid ORDER BY month
-"""
-
 PLAIN_LIST = """
 SELECT m.id, m.author, m.created_at, m.downloads, m.likes, m.num_parameters, m.source, g.model_type,
        g.attention_kind, g.is_hybrid, g.num_query_heads, g.num_kv_heads, g.group_size, g.head_dim, g.num_layers,
@@ -295,16 +305,60 @@ PLAIN_MODEL = [
 ]
 
 
+def start_datasette(datasette: Path, db: Path, port: int) -> subprocess.Popen:
+    """Datasette serving the same file (its own environment; never a project dependency)."""
+    proc = subprocess.Popen([str(datasette), "serve", str(db), "--host", "127.0.0.1", "--port", str(port),
+                             "--setting", "sql_time_limit_ms", "20000", "--setting", "default_cache_ttl", "0"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return wait_until_answering(proc, port, f"/{db.stem}.json?sql=select+1", "datasette")
+
+
+def tilde(value: str) -> str:
+    """Datasette's tilde encoding of a primary key in a row URL ("/" -> "~2F")."""
+    safe = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+    return "".join(c if c in safe else "+" if c == " " else "".join(f"~{b:02X}" for b in c.encode()) for c in value)
+
+
+TREND_ROWS = ("SELECT * FROM trend_point WHERE period_kind = ? AND population = ? AND weighting = ? "
+              "ORDER BY period_start")
+
+
+ROUND_S = 15.0  # longest timed round
+
+
+def measure(label: str, clients: int, requests: int, work) -> dict:
+    t0 = time.perf_counter()
+    latencies = run_clients(clients, requests, work, ROUND_S)
+    wall = time.perf_counter() - t0
+    return {"label": label, "clients": clients, "n": len(latencies), "rps": len(latencies) / wall,
+            "p50": pct(latencies, .5), "p99": pct(latencies, .99)}
+
+
+def rounds(label: str, client_counts: list[int], requests: int, questions: int, work) -> list[dict]:
+    """A warm-up asking every question once (4 clients), then one timed round per client count;
+    ``work()`` makes the per-request function."""
+    run_clients(4, questions, work(), 2 * ROUND_S)
+    out = [measure(label, clients, max(requests, clients * 4), work()) for clients in client_counts]
+    print(f"  {label}: done", flush=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", type=int, default=1_000_000)
-    ap.add_argument("--clients", type=int, default=4)
-    ap.add_argument("--requests", type=int, default=400, help="requests per API question")
+    ap.add_argument("--clients", default="1,16,64", help="comma-separated client counts")
+    ap.add_argument("--requests", type=int, default=400, help="requests per question and client count")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                    help="uvicorn worker processes (default: one per CPU; the plain-SQL threads use every CPU too)")
-    ap.add_argument("--aggregate-runs", type=int, default=8, help="runs of the plain aggregate (slow)")
+                    help="uvicorn worker processes (default: one per CPU)")
+    ap.add_argument("--datasette", type=Path, default=Path("/tmp/ds-venv/bin/datasette"),
+                    help="a datasette executable in its own environment (python -m venv /tmp/ds-venv && "
+                         "/tmp/ds-venv/bin/pip install datasette); skipped when missing")
     ap.add_argument("--keep", type=Path, help="store path to reuse/keep (built if missing)")
+    ap.add_argument("--results", default="api", help="name of the results file under benchmarks/results/ "
+                                                     "('' writes none)")
     args = ap.parse_args()
+    client_counts = [int(c) for c in args.clients.split(",")]
+    run_stamp = stamp()
 
     tmp = None
     if args.keep:
@@ -325,57 +379,90 @@ def main() -> None:
 
     rng = random.Random(5)
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    ids = [row[0] for row in conn.execute("SELECT id FROM hub_model WHERE rowid IN (%s)" % ",".join(
-        str(rng.randrange(1, args.models + 1)) for _ in range(500)))]
+    total = conn.execute("SELECT max(rowid) FROM hub_model").fetchone()[0]
+    picked = [row[0] for row in conn.execute("SELECT id FROM hub_model WHERE rowid IN (%s)" % ",".join(
+        str(rng.randrange(1, total + 1)) for _ in range(1000)))]
     conn.close()
+    ids, cold_ids = picked[:500], picked[500:]  # cold: never asked for before their one timed request
     cutoffs = [(date(2023, 6, 1) + timedelta(days=rng.randrange(1200))) for _ in range(200)]
 
+    trend_series = [(pop, p, w, t) for pop in ("originals", "all", "derivatives") for p in ("month", "quarter")
+                    for w in ("count", "downloads", "family_downloads") for t in (0, 1000)]
     trend_paths = [f"/api/v1/trends?{urlencode({'population': pop, 'period': p, 'weighting': w, 'min_downloads': t})}"
-                   for pop in ("originals", "all", "derivatives") for p in ("month", "quarter")
-                   for w in ("count", "downloads", "family_downloads") for t in (0, 1000)]
+                   for pop, p, w, t in trend_series]
     list_paths = [f"/api/v1/models?{urlencode({'kind': 'GQA', 'g_min': 8, 'min_downloads': 10, 'created_to': c.isoformat(), 'size': 50})}"
                   for c in cutoffs]
     model_paths = [f"/api/v1/models/{quote(i)}" for i in ids]
+    page_paths = [f"/models/{quote(i)}" for i in ids]
 
     day_after = lambda c: (datetime.combine(c + timedelta(days=1), datetime.min.time())).strftime("%Y-%m-%d %H:%M:%S.%f")
-    plain_aggregate = [[(PLAIN_AGGREGATE, (t,))] for t in (0, 1000)]
+    series_key = lambda pop, p, w, t: (p, pop + (f";min_downloads={t}" if t else ""), w)
+    plain_trends = [[(TREND_ROWS, series_key(*s))] for s in trend_series]
     plain_list = [[(PLAIN_LIST, (8, 10, day_after(c)))] for c in cutoffs]
     plain_model = [[(sql, (i,)) for sql, _ in PLAIN_MODEL] for i in ids]
+    name = db.stem
+    ds_trends = [f"/{name}.json?{urlencode({'sql': TREND_ROWS.replace('?', ':v', 1).replace('?', ':w', 1).replace('?', ':x', 1), 'v': a, 'w': b, 'x': c})}"
+                 for a, b, c in (series_key(*s) for s in trend_series)]
+    ds_list = [f"/{name}.json?{urlencode({'sql': PLAIN_LIST.replace('?', ':g', 1).replace('?', ':d', 1).replace('?', ':c', 1), 'g': 8, 'd': 10, 'c': day_after(c)})}"
+               for c in cutoffs]
+    ds_row_json = [f"/{name}/hub_model/{tilde(i)}.json" for i in ids]
+    ds_row_html = [f"/{name}/hub_model/{tilde(i)}" for i in ids]
 
+    rows: list[dict] = []
     port = free_port()
     server = start_server(db, port, args.workers)
-    results = {}
     try:
-        for name, paths in (("trends", trend_paths), ("list", list_paths), ("model", model_paths)):
-            run_clients(args.clients, len(paths), http_get(port, paths))  # warm-up: every question once
-            results[f"api:{name}"] = run_clients(args.clients, args.requests, http_get(port, paths))
-            print(f"  api {name}: done", flush=True)
+        rows.append(measure("ours: model JSON, first visit", 1, len(cold_ids),
+                            http_get(port, [f"/api/v1/models/{quote(i)}" for i in cold_ids])))
+        for label, paths in (("ours: /api/v1/trends", trend_paths), ("ours: /api/v1/models filtered", list_paths),
+                             ("ours: /api/v1/models/{id}", model_paths), ("ours: /models/{id} page", page_paths)):
+            rows += rounds(label, client_counts, args.requests, len(paths), lambda paths=paths: http_get(port, paths))
     finally:
         server.terminate()
         server.wait(timeout=30)
-    for statements in (plain_list, plain_model):  # the same warm-up as the API: every question once
-        run_clients(args.clients, len(statements), sql_run(db, statements))
-    results["sql:trends"] = run_clients(args.clients, args.aggregate_runs, sql_run(db, plain_aggregate))
-    results["sql:list"] = run_clients(args.clients, args.requests, sql_run(db, plain_list))
-    results["sql:model"] = run_clients(args.clients, args.requests, sql_run(db, plain_model))
+    if args.datasette.exists():
+        ds_port = free_port()
+        ds = start_datasette(args.datasette, db, ds_port)
+        try:
+            for label, paths in (("Datasette: trend rows (SQL)", ds_trends), ("Datasette: same list (SQL)", ds_list),
+                                 ("Datasette: row JSON", ds_row_json), ("Datasette: row page", ds_row_html)):
+                rows += rounds(label, client_counts, args.requests, len(paths), lambda paths=paths: http_get(ds_port, paths))
+        finally:
+            ds.terminate()
+            ds.wait(timeout=30)
+    else:
+        print(f"  no datasette at {args.datasette}: its rows are skipped", flush=True)
+    for label, statements in (("SQL: trend rows", plain_trends), ("SQL: same list", plain_list),
+                              ("SQL: model rows (4 queries)", plain_model)):
+        rows += rounds(label, client_counts, args.requests, len(statements), lambda statements=statements: sql_run(db, statements))
 
-    ms = lambda v: f"{v * 1000:8.1f}"
+    ms = lambda v: f"{v * 1000:.2f}"
     print()
-    print(f"{args.models:,} models, {args.clients} concurrent clients, loopback, uvicorn {args.workers} worker(s), "
-          f"{os.cpu_count()} CPUs")
-    print(f"{'question':<34}{'n':>5}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}")
-    labels = {"api:trends": "API  /api/v1/trends (precomputed)", "sql:trends": "SQL  aggregate over model table",
-              "api:list": "API  filtered list page (50)", "sql:list": "SQL  same list, indexed",
-              "api:model": "API  model page", "sql:model": "SQL  model rows (4 queries)"}
-    for key in ("api:trends", "sql:trends", "api:list", "sql:list", "api:model", "sql:model"):
-        v = results[key]
-        print(f"{labels[key]:<34}{len(v):>5}{ms(pct(v, .5)):>9}{ms(pct(v, .95)):>9}{ms(pct(v, .99)):>9}")
-    trend_ratio = pct(results["api:trends"], .95) / pct(results["sql:trends"], .95)
-    list_ratio = pct(results["api:list"], .95) / pct(results["sql:list"], .95)
+    print(f"{args.models:,} models, loopback, uvicorn {args.workers} worker(s), {os.cpu_count()} CPUs, "
+          f"load average at start {run_stamp['load_average_start']}")
+    print(f"{'question':<36}{'clients':>8}{'n':>6}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
+    for r in rows:
+        print(f"{r['label']:<36}{r['clients']:>8}{r['n']:>6}{r['rps']:>9.0f}{ms(r['p50']):>9}{ms(r['p99']):>9}")
+    by = {(r["label"], r["clients"]): r for r in rows}
     print()
-    print(f"trend p95 / aggregate p95 = {trend_ratio:.4f}  (floor <= 0.2)  {'PASS' if trend_ratio <= 0.2 else 'FAIL'}")
-    print(f"list p95 / plain SQL p95  = {list_ratio:.2f}    (floor <= 2)    {'PASS' if list_ratio <= 2 else 'FAIL'}")
-    print(f"refresh_trends: {refresh_s:.1f} s for {report.models:,} models")
+    ratios = []
+    for ours, peer in (("ours: /api/v1/models/{id}", "Datasette: row JSON"), ("ours: /models/{id} page", "Datasette: row page"),
+                       ("ours: /api/v1/trends", "Datasette: trend rows (SQL)"),
+                       ("ours: /api/v1/models filtered", "Datasette: same list (SQL)")):
+        for clients in client_counts:
+            a, b = by.get((ours, clients)), by.get((peer, clients))
+            if a and b:
+                ratios.append(f"{ours} vs {peer}, {clients} client(s): {a['rps'] / b['rps']:.2f}x the req/s, "
+                              f"p99 {a['p99'] / b['p99']:.2f}x")
+                print(ratios[-1])
+    if args.results:
+        path = write(args.results, run_stamp, ["question", "clients", "n", "req/s", "p50 ms", "p99 ms"],
+                     [[r["label"], r["clients"], r["n"], f"{r['rps']:.0f}", ms(r["p50"]), ms(r["p99"])] for r in rows],
+                     [f"{args.models:,} synthetic models; our server: uvicorn, {args.workers} worker(s); Datasette "
+                      "0.65 (one process) on the same SQLite file; SQL: sqlite3 threads, one read-only connection "
+                      "each; every client a thread of one Python process on the same machine",
+                      f"refresh_trends {refresh_s:.1f} s for {report.models:,} models", *ratios])
+        print(f"wrote {path.relative_to(ROOT)}")
     if tmp:
         tmp.cleanup()
 

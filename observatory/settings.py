@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     base_url: str = ""  # public URL used in feeds and alert links; empty = derive from request
     # Load the bundled snapshot automatically when the store holds no models yet.
     autoload_snapshot: bool = True
+    # Finish the start-up work (snapshot, re-derivation, trends, first alert evaluation) before the
+    # first request; `observatory serve` turns it off so workers answer at once and SIGTERM stays live.
+    startup_blocking: bool = True
 
     # Alerts (observatory/alerts). A still-firing alert is notified again after this long;
     # 0 = never repeat.

@@ -337,6 +337,12 @@ def _catch_up(session: Session, settings: Settings, now: datetime) -> int:
     return created
 
 
+def never_evaluated(engine: Engine) -> bool:
+    """No rule has been evaluated on this store yet (one indexed read, no write lock)."""
+    with read_session(engine) as session:
+        return session.exec(select(AlertRule.id).where(AlertRule.last_evaluated_at.is_not(None)).limit(1)).first() is None
+
+
 def evaluate_at_start(engine: Engine, settings: Settings) -> EvaluationReport | None:
     """On a store never evaluated (a fresh install on the bundled snapshot), evaluate once at
     start-up, so the alerts page shows every rule's state before any crawl; later starts leave it
@@ -344,10 +350,7 @@ def evaluate_at_start(engine: Engine, settings: Settings) -> EvaluationReport | 
     sent unless a subscriber's rule fires on it. A failure is logged in one line and never stops
     the site from starting."""
     try:
-        with read_session(engine) as session:
-            evaluated = session.exec(select(AlertRule.id).where(AlertRule.last_evaluated_at.is_not(None))
-                                     .limit(1)).first()
-        if evaluated is not None:
+        if not never_evaluated(engine):
             return None
         return evaluate(engine, settings)
     except Exception as exc:  # noqa: BLE001 - start-up must go on; the next evaluation retries

@@ -11,6 +11,7 @@ must not state them itself (two places for one number would drift apart).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from datetime import date
@@ -166,6 +167,13 @@ def _number(entry: dict, key: str, where: str, *, required: bool = False) -> flo
 @lru_cache
 def load_catalog(path: Path = CATALOG_PATH) -> tuple[Device, ...]:
     return parse_catalog(read_json(path, CatalogError, "hardware catalog"))
+
+
+@lru_cache
+def catalog_version(path: Path = CATALOG_PATH) -> str:
+    """The catalog file's sha256 (first 16 hex digits): estimates kept beside a geometry name the
+    catalog they were computed from, so an edited catalog never serves old numbers."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 def get_device(device_id: str, devices: tuple[Device, ...] | None = None) -> Device:

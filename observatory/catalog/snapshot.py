@@ -504,7 +504,7 @@ def ensure_snapshot(engine: Engine, settings: Settings | None = None) -> dict | 
     together load it once.
     """
     settings = settings or get_settings()
-    if not settings.autoload_snapshot or _model_count(engine) > 0:
+    if not settings.autoload_snapshot or has_models(engine):
         return None
     entries = load_entries()
     with session_scope(engine) as session:
@@ -513,9 +513,10 @@ def ensure_snapshot(engine: Engine, settings: Settings | None = None) -> dict | 
         return _load(session, entries)
 
 
-def _model_count(engine: Engine) -> int:
+def has_models(engine: Engine) -> bool:
+    """The store holds a model (one row read, not a count of a million)."""
     with read_session(engine) as session:
-        return session.exec(select(func.count()).select_from(HubModel)).one()
+        return session.exec(select(HubModel.id).limit(1)).first() is not None
 
 
 def _load(session: Session, entries: list[SnapshotEntry]) -> dict:

@@ -24,6 +24,7 @@ from observatory.settings import Settings, get_settings
 # --no-scheduler reaches the worker processes through the environment (uvicorn starts them
 # afresh), as the setting it overrides.
 SCHEDULER_ENV = "OBSERVATORY_SCHEDULER_ENABLED"
+STARTUP_BLOCKING_ENV = "OBSERVATORY_STARTUP_BLOCKING"
 
 
 def served_app() -> FastAPI:
@@ -105,10 +106,13 @@ def serve(host: str | None, port: int | None, workers: int, no_scheduler: bool, 
     except Exception as exc:  # one line, not a traceback: the store is the usual culprit
         raise click.ClickException(f"cannot prepare the store at {settings.resolved_database_url}: "
                                    f"{describe(exc)}") from None
+    # prepare_store did the start-up work that must precede serving; what each worker's start-up
+    # still finds (first alert evaluation, re-derivation) runs beside serving, under a lease.
+    os.environ[STARTUP_BLOCKING_ENV] = "false"
     if no_scheduler:
         os.environ[SCHEDULER_ENV] = "false"
-        get_settings.cache_clear()
-        settings = get_settings()
+    get_settings.cache_clear()
+    settings = get_settings()
     click.echo(
         f"GQA Observatory on http://{host}:{port}/ (store: {settings.resolved_database_url}; "
         f"scheduler: {'on' if settings.scheduler_enabled else 'off'}; workers: {workers})",

@@ -61,6 +61,7 @@ kept on the record and the geometry is still trusted):
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -209,6 +210,26 @@ class Geometry:
                     out.append(k * (self.head_dim + (self.v_head_dim or self.head_dim)))
         object.__setattr__(self, "_layer_kv_elements", tuple(out))
         return self._layer_kv_elements
+
+    def memoised(self, name: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per (frozen) instance, kept under ``name``: the KV and roofline
+        arithmetic reads the same per-layer sums for every device and context of a page."""
+        cached = self.__dict__.get(name)
+        if cached is None:
+            cached = compute()
+            object.__setattr__(self, name, cached)
+        return cached
+
+    def cache_terms(self) -> tuple[tuple[int | None, int], ...]:
+        """``(cap, elements per token)`` summed over the layers sharing a cap (None: unbounded),
+        so the cache at any context is ``Σ elements × min(context, cap)``."""
+        def compute():
+            terms: dict[int | None, int] = {}
+            for elements, cap in zip(self.layer_kv_elements(), self.layer_windows()):
+                if elements:
+                    terms[cap] = terms.get(cap, 0) + elements
+            return tuple(sorted(terms.items(), key=lambda t: t[0] or 0))
+        return self.memoised("_cache_terms", compute)
 
     def layer_windows(self) -> tuple[int | None, ...]:
         """Most tokens each layer keeps: its window or chunk size, or None when unbounded."""

@@ -36,10 +36,7 @@ def cache_bytes(geom: Geometry, context: int, batch: int = 1, dtype: str = "bf16
     """Bytes of KV cache for ``batch`` sequences of ``context`` tokens each."""
     _check_whole(context, "context", lo=0)
     _check_whole(batch, "batch", lo=1)
-    elements = sum(
-        per_token * (context if cap is None else min(context, cap))
-        for per_token, cap in zip(geom.layer_kv_elements(), geom.layer_windows())
-    )
+    elements = sum(per_token * (context if cap is None else min(context, cap)) for cap, per_token in geom.cache_terms())
     return elements * batch * dtype_bytes(dtype)
 
 

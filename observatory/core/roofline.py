@@ -110,20 +110,28 @@ def attention_flops(geom: Geometry, context: int, batch: int = 1) -> float:
     """FLOPs of one decode step's attention over ``context`` cached tokens, all KV layers."""
     if context < 0 or batch < 1:
         raise ValueError(f"context must be >= 0 and batch >= 1, got {context}, {batch}")
-    total = 0.0
+    total = sum(per_token * (context if cap is None else min(context, cap))
+                for cap, per_token in geom.memoised("_flop_terms", lambda: _flop_terms(geom)))
+    return total * batch
+
+
+def _flop_terms(geom: Geometry) -> tuple[tuple[int | None, float], ...]:
+    """``(cap, FLOPs per cached token)`` summed over the layers sharing a cap: the per-layer walk
+    done once per geometry, not once per device and context."""
+    terms: dict[int | None, float] = {}
     for i, (elements, cap) in enumerate(zip(geom.layer_kv_elements(), geom.layer_windows())):
         if not elements:
             continue
-        tokens = context if cap is None else min(context, cap)
         heads = geom.query_heads_per_layer[i] if geom.query_heads_per_layer else geom.num_query_heads
         if geom.mla is not None:
             rank, rope = geom.mla.kv_lora_rank, geom.mla.qk_rope_head_dim
-            total += 2.0 * heads * (2 * rank + rope) * tokens
+            flops = 2.0 * heads * (2 * rank + rope)
         else:
             kv_heads = geom.kv_heads_per_layer[i] if geom.kv_heads_per_layer else geom.num_kv_heads
             # 2·G FLOPs per cached element (q·k, then p·v); a shared K = V element is read by both products
-            total += (4.0 if geom.k_equals_v else 2.0) * heads / kv_heads * elements * tokens
-    return total * batch
+            flops = (4.0 if geom.k_equals_v else 2.0) * heads / kv_heads * elements
+        terms[cap] = terms.get(cap, 0.0) + flops
+    return tuple(terms.items())
 
 
 def decode_estimate(geom: Geometry, machine: Machine, context: int, batch: int = 1, kv_dtype: str = "bf16", *,

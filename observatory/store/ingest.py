@@ -246,7 +246,10 @@ def stale_revision_ids(session: Session) -> list[int]:
     outdated = select(ConfigRevision.id).join(GeometryRow, GeometryRow.revision_id == ConfigRevision.id).where(
         GeometryRow.parser_version < PARSER_VERSION)
     failed = select(ConfigRevision.id, ConfigRevision.raw_text, ConfigRevision.parse_error).outerjoin(
-        GeometryRow, GeometryRow.revision_id == ConfigRevision.id).where(GeometryRow.id.is_(None))
+        GeometryRow, GeometryRow.revision_id == ConfigRevision.id).where(
+        # "ok" always comes with a geometry row ("ok" | "error"); the index on parse_status keeps a store
+        # without failures from reading every revision here
+        ConfigRevision.parse_status == "error", GeometryRow.id.is_(None))
     retry = [rev_id for rev_id, raw_text, error in session.exec(failed) if not _fails_as_before(derive(raw_text), error)]
     return sorted([*session.exec(outdated), *retry])
 

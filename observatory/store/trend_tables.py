@@ -17,7 +17,7 @@ from datetime import date, datetime
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from observatory.store.tables import BigInt, GeometryRow, HubModel, utcnow
+from observatory.store.tables import BigInt, ConfigRevision, GeometryRow, HubModel, utcnow
 
 
 class TrendPointRow(SQLModel, table=True):
@@ -90,3 +90,9 @@ sa.Index("ix_hub_model_author_key_created_at_id", HubModel.author_key, HubModel.
 sa.Index("ix_geometry_group_size_model_id", GeometryRow.group_size, GeometryRow.model_id)
 sa.Index("ix_geometry_kv_bytes_model_id", GeometryRow.kv_bytes_per_token_bf16, GeometryRow.model_id)
 
+# Start-up's stale checks (trends_stale, stale_revision_ids) seek these instead of reading every
+# row (migration 0014_perf).
+sa.Index("ix_hub_model_updated_at", HubModel.updated_at)
+sa.Index("ix_geometry_derived_at", GeometryRow.derived_at)
+sa.Index("ix_geometry_parser_version", GeometryRow.parser_version)
+sa.Index("ix_config_revision_parse_status", ConfigRevision.parse_status)

@@ -6,6 +6,7 @@ an empty store, so ``observatory serve`` works offline on a fresh machine.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -99,25 +100,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         upgrade(settings.resolved_database_url)
-        from observatory.catalog.snapshot import ensure_snapshot
-
-        ensure_snapshot(engine, settings)
-        from observatory.store.rederive import BackgroundRederive
-        from observatory.store.trends import ensure_trends
-
-        ensure_trends(engine)  # recompute the precomputed trends if the store changed since
-        from observatory.alerts.evaluate import evaluate_at_start
-
-        evaluate_at_start(engine, settings)  # /alerts shows the rules and their state from the first view
         from observatory.web.api.docs import warm_openapi
+        from observatory.web.startup import StartupThread
 
         warm_openapi(app)
-        # A newer parser re-derives what an older one stored, behind the first page (then the trends).
-        app.state.rederive = BackgroundRederive(engine).start()
+        # Snapshot, re-derivation, trends, first alert evaluation: once per store (a lease), in a
+        # thread that stops between steps on shutdown.
+        work = app.state.startup = StartupThread(engine, settings).start()
+        if settings.startup_blocking:
+            await asyncio.to_thread(work.join)
         try:
             yield
         finally:
-            app.state.rederive.stop()
+            work.stop()
 
     app = FastAPI(
         title="GQA Observatory",

@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import date
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
 
-from observatory.catalog.hardware import Device
+from observatory.catalog.hardware import Device, catalog_version, load_catalog
 from observatory.core import deployment, kvcache, roofline
 from observatory.core.config_dialects import ConfigError
 from observatory.core.geometry import Geometry
 from observatory.core.params import estimate_parameters
+from observatory.store.memo import BoundedCache
 
 KV_CONTEXTS = roofline.CONTEXTS  # 4k, 32k, 128k
 
@@ -153,6 +154,27 @@ def roofline_summary(geom: Geometry, devices: Iterable[Device], num_parameters: 
                                for c in KV_CONTEXTS])
         for d in devices
     ]
+
+
+_ROOFLINES = TypeAdapter(list[DeviceRoofline])
+# ~24 KB of JSON per entry (20 devices x 3 contexts): 1,024 models' estimates in ~25 MB per worker.
+_ESTIMATES: BoundedCache[bytes] = BoundedCache(1024)
+
+
+def estimates_json(key: tuple | None, geom: Geometry | None, num_parameters: int | None = None,
+                   active_parameters: int | None = None) -> bytes:
+    """The members ``"kv_cache": …, "roofline": […]`` of a model's detail as JSON: the KV summary
+    and the batch-1 roofline on every catalogued device. They depend only on the geometry, the
+    parameter counts and the catalog, so they are computed once per ``key`` (the store's name
+    for those: ``StoredModel.estimate_key``) and catalog version; ``key`` None computes afresh."""
+    def compute() -> bytes:
+        if geom is None or not (geom.kv_layers > 0 and geom.kv_elements_per_token > 0):
+            return b'"kv_cache":null,"roofline":[]'
+        summary = roofline_summary(geom, load_catalog(), num_parameters, active_parameters)
+        return b'"kv_cache":' + kv_summary(geom).model_dump_json().encode() + b',"roofline":' + _ROOFLINES.dump_json(summary)
+    if key is None:
+        return compute()
+    return _ESTIMATES.get((key, catalog_version()), compute)
 
 
 def attention_parameters(config: dict | None) -> int | None:

@@ -48,6 +48,7 @@ from observatory.core.config_dialects import ConfigError
 from observatory.core.geometry import Geometry
 from observatory.core.params import estimate_parameters
 from observatory.store.ingest import Derived, derive
+from observatory.store.memo import BoundedCache
 from observatory.store.queries.oracle import check_of
 from observatory.store.tables import ConfigRevision, GeometryRow, HubModel
 from observatory.store.trend_tables import DerivativeStats
@@ -677,7 +678,10 @@ def current_geometry(session: Session, model: HubModel) -> tuple[GeometryRow | N
 @dataclass(frozen=True)
 class StoredModel:
     """One model as the store holds it: its Hub facts, current geometry (as stored, and parsed
-    again for arithmetic), every config revision, its architecture siblings and derivatives."""
+    again for arithmetic), every config revision, its architecture siblings and derivatives.
+    ``estimate_key`` names everything the estimates derived from it depend on in the store (the
+    store, the geometry row and when it was derived, the parameter counts): equal keys, equal
+    estimates."""
 
     model: HubModel
     row: GeometryRow | None
@@ -687,6 +691,7 @@ class StoredModel:
     revisions: list[RevisionInfo]
     architecture: ArchitectureInfo | None
     derivatives: DerivativeCounts | None
+    estimate_key: tuple | None = None
 
     @property
     def parameters(self) -> tuple[int | None, int | None]:
@@ -697,52 +702,117 @@ class StoredModel:
         return has_cache(self.geom)
 
 
+@dataclass(frozen=True)
+class _Parsed:
+    """A current revision parsed again, with the geometry detail built from it."""
+
+    geom: Geometry | None
+    geometry: GeometryDetail
+
+
+# A revision's text never changes and its geometry row changes only with a new derived_at, so a
+# parse is kept per (store, revision, sha, derived_at); the model page then reads no config text.
+# ~35 KB each (config dict, geometry, detail): 512 in ~18 MB per worker.
+_PARSED: BoundedCache[_Parsed] = BoundedCache(512)
+
+
+def _parsed(session: Session, store: str, row: GeometryRow, sha: str | None) -> _Parsed:
+    def compute() -> _Parsed:
+        raw = session.execute(sa.select(ConfigRevision.raw_text).where(ConfigRevision.id == row.revision_id)
+                              ).scalar_one_or_none()
+        derived = derive(raw) if raw is not None else None
+        geom = derived.geometry if derived is not None else None
+        scope = _params_scope(derived.config if derived is not None else None) if row.params_estimate else None
+        return _Parsed(geom, GeometryDetail(**row.model_dump(exclude={"id", "model_id", "sources"}),
+                                            layer_kinds=list(geom.layer_kinds) if geom is not None else None,
+                                            provenance=_provenance(row, geom),
+                                            params_scope=scope[0] if scope else None,
+                                            params_uncounted=list(scope[1]) if scope else []))
+    return _PARSED.get((store, row.revision_id, sha, row.id, row.derived_at, row.parser_version), compute)
+
+
+def _revision_info(r, current_id: int | None) -> RevisionInfo:
+    return RevisionInfo(id=r.id, sha=r.sha, fetched_at=r.fetched_at, provenance=r.provenance, source=r.source,
+                        parse_status=r.parse_status, parse_error=r.parse_error, is_current=r.id == current_id,
+                        size_chars=r.size_chars or 0, config_url=config_url(r.id))
+
+
+@lru_cache(maxsize=1)
+def _model_query() -> sa.Select:
+    """``read_model``'s one query, built once (building and keying it cost more than running it)."""
+    c = ConfigRevision.__table__.c
+    current = ConfigRevision.__table__.alias("current")
+    revision_count = sa.select(sa.func.count()).where(c.model_id == HubModel.id).scalar_subquery()
+    return (
+        sa.select(HubModel, GeometryRow, DerivativeStats, current.c.id, current.c.sha, current.c.fetched_at,
+                  current.c.provenance, current.c.source, current.c.parse_status, current.c.parse_error,
+                  sa.func.length(current.c.raw_text).label("size_chars"), revision_count.label("revision_count"))
+        .select_from(HubModel)
+        .outerjoin(GeometryRow, GeometryRow.revision_id == HubModel.current_revision_id)
+        .outerjoin(current, current.c.id == HubModel.current_revision_id)
+        .outerjoin(DerivativeStats, DerivativeStats.model_id == HubModel.id)
+        .where(HubModel.id == sa.bindparam("model_id"))
+    )
+
+
 def read_model(session: Session, model_id: str) -> StoredModel | None:
     """The model page's stored data, or None when the store has no such model. ``model_id`` must be
-    validated by the caller (``repo_ids.validate_repo_id``)."""
-    model = session.get(HubModel, model_id)
-    if model is None:
-        return None
-    row, derived = current_derived(session, model)
-    geom = derived.geometry if derived is not None else None
+    validated by the caller (``repo_ids.validate_repo_id``).
+
+    One query reads the model, its current geometry, its current revision's facts, its
+    derivative counts and how many revisions it has; the revision list is read only for a model
+    with more than its current one, the siblings only for a fingerprinted geometry."""
     c = ConfigRevision.__table__.c
-    revisions = [
-        RevisionInfo(id=r.id, sha=r.sha, fetched_at=r.fetched_at, provenance=r.provenance, source=r.source,
-                     parse_status=r.parse_status, parse_error=r.parse_error,
-                     is_current=r.id == model.current_revision_id, size_chars=r.size_chars or 0,
-                     config_url=config_url(r.id))
-        for r in session.execute(
-            sa.select(c.id, c.sha, c.fetched_at, c.provenance, c.source, c.parse_status, c.parse_error,
-                      sa.func.length(c.raw_text).label("size_chars"))
-            .where(c.model_id == model_id)
-            .order_by(c.fetched_at.desc(), c.id.desc())
-        )
-    ]
-    geometry = None
-    if row is not None:
-        check = check_of(session, row.revision_id)
-        oracle = OracleDetail.model_validate(check.model_dump()) if check is not None else None
-        disagrees = oracle is not None and oracle.status == "disagree"
-        values = row.model_dump(exclude={"id", "model_id", "sources"})
-        if disagrees:
-            values["uncertain"] = True
-            values["warnings"] = [*values["warnings"], oracle_warning(oracle)]
-        scope = _params_scope(derived.config if derived is not None else None) if row.params_estimate else None
-        geometry = GeometryDetail(
-            **values,
-            layer_kinds=list(geom.layer_kinds) if geom is not None else None,
-            provenance=_provenance(row, geom),
-            oracle=oracle,
-            params_scope=scope[0] if scope else None, params_uncounted=list(scope[1]) if scope else [],
-        )
+    found = session.execute(_model_query(), {"model_id": model_id}).first()
+    if found is None:
+        return None
+    model, row = found.HubModel, found.GeometryRow
+    if found.id is not None and found.revision_count == 1:
+        revisions = [_revision_info(found, model.current_revision_id)]
+    elif found.revision_count == 0:
+        revisions = []
+    else:
+        revisions = [
+            _revision_info(r, model.current_revision_id)
+            for r in session.execute(
+                sa.select(c.id, c.sha, c.fetched_at, c.provenance, c.source, c.parse_status, c.parse_error,
+                          sa.func.length(c.raw_text).label("size_chars"))
+                .where(c.model_id == model_id)
+                .order_by(c.fetched_at.desc(), c.id.desc())
+            )
+        ]
+    store = str(session.get_bind().url)
+    parsed = _parsed(session, store, row, found.sha) if row is not None and found.id is not None else None
+    geometry = parsed.geometry if parsed else None
+    if geometry is not None:
+        geometry = _with_oracle(session, row.revision_id, geometry)
+    stats = found.DerivativeStats
+    key = None
+    if row is not None and parsed is not None:
+        key = (store, row.revision_id, found.sha, row.id, row.derived_at, row.parser_version,
+               model_parameters(model, row))
     return StoredModel(
-        model=model, row=row, geom=geom,
+        model=model, row=row, geom=parsed.geom if parsed else None,
         info=ModelInfo.model_validate(model.model_dump()),
         geometry=geometry,
         revisions=revisions,
         architecture=_architecture(session, model_id, row.fingerprint) if row is not None and row.fingerprint else None,
-        derivatives=_derivatives(session, model_id),
+        derivatives=DerivativeCounts.model_validate(stats.model_dump()) if stats is not None else None,
+        estimate_key=key,
     )
+
+
+def _with_oracle(session: Session, revision_id: int, geometry: GeometryDetail) -> GeometryDetail:
+    """The detail with the oracle's verdict; a disagreement makes it uncertain, with a warning naming
+    both values. Read on every request: the oracle writes verdicts apart from the geometry row."""
+    check = check_of(session, revision_id)
+    if check is None:
+        return geometry
+    oracle = OracleDetail.model_validate(check.model_dump())
+    update: dict = {"oracle": oracle}
+    if oracle.status == "disagree":
+        update.update(uncertain=True, warnings=[*geometry.warnings, oracle_warning(oracle)])
+    return geometry.model_copy(update=update)
 
 
 def oracle_warning(oracle: OracleDetail) -> str:
@@ -781,12 +851,6 @@ def _architecture(session: Session, model_id: str, fingerprint: str) -> Architec
     ids = [r.id for r in rows]
     return ArchitectureInfo(fingerprint=fingerprint, first_seen=bool(ids) and ids[0] == model_id,
                             siblings=total - 1, sibling_ids=[i for i in ids if i != model_id][:MAX_SIBLINGS])
-
-
-def _derivatives(session: Session, model_id: str) -> DerivativeCounts | None:
-    
-    stats = session.get(DerivativeStats, model_id)
-    return DerivativeCounts.model_validate(stats.model_dump()) if stats is not None else None
 
 
 def not_found_message(session: Session, model_id: str) -> str:

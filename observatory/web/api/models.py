@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Annotated, Literal
 
+import sqlalchemy as sa
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from observatory.bench.store import results_for_model
-from observatory.catalog.hardware import load_catalog
+from observatory.bench.tables import BenchResult
+from observatory.catalog.hardware import catalog_version
+from observatory.store.memo import BoundedCache
+from observatory.store.oracle_tables import OracleCheck
 from observatory.store.queries.models import (
     MAX_PAGE_SIZE,
     SUMMARY_FIELDS,
@@ -32,11 +38,14 @@ from observatory.store.queries.models import (
     ModelSummary,
     Page,
     RevisionInfo,
+    StoredModel,
     get_revision,
     list_models,
     not_found_message,
     read_model,
 )
+from observatory.store.tables import ConfigRevision, GeometryRow, HubModel
+from observatory.store.trend_tables import DerivativeStats
 from observatory.web.api.common import (
     CSV_RESPONSE,
     REPO_ID_PATTERN,
@@ -45,12 +54,7 @@ from observatory.web.api.common import (
 )
 from observatory.web.deps import ReadSessionDep
 from observatory.web.errors import ERROR_RESPONSES, EXPORT_BUSY, ApiError
-from observatory.web.estimates import (
-    DeviceRoofline,
-    KVCacheSummary,
-    kv_summary,
-    roofline_summary,
-)
+from observatory.web.estimates import DeviceRoofline, KVCacheSummary, estimates_json
 from observatory.web.export_limits import export_slots
 from observatory.web.rendering import csv_response
 from observatory.web.strict_params import StrictQueryRoute
@@ -110,7 +114,26 @@ class ModelDetail(BaseModel):
         description="Stored repositories that name this model as a base, by relation, with their downloads")
 
 
-def get_model_detail(session: Session, model_id: str) -> ModelDetail | None:
+@dataclass(frozen=True)
+class DetailParts:
+    """One model's detail in two parts: ``rest`` (everything but the estimates, which it holds
+    empty) and ``estimates``, the ``kv_cache`` and ``roofline`` members as JSON, kept per
+    geometry, parameter counts and catalog (``estimates.estimates_json``)."""
+
+    record: StoredModel
+    rest: ModelDetailResponse
+    estimates: bytes
+
+    def json(self) -> bytes:
+        rest = self.rest.model_dump_json(exclude={"kv_cache", "roofline"}).encode()
+        return b"{" + self.estimates + b"," + rest[1:]
+
+    def data(self) -> dict:
+        """The detail as plain values (dates stay dates), for the page's template."""
+        return {**self.rest.model_dump(exclude={"ok", "kv_cache", "roofline"}), **json.loads(b"{" + self.estimates + b"}")}
+
+
+def model_detail_parts(session: Session, model_id: str) -> DetailParts | None:
     """The model page's data, or None when the store has no such model: the stored record, the
     estimates derived from its geometry, its latest spot-benchmarks. ``model_id`` must be
     validated by the caller (``repo_ids.validate_repo_id``)."""
@@ -118,16 +141,67 @@ def get_model_detail(session: Session, model_id: str) -> ModelDetail | None:
     if record is None:
         return None
     params, active = record.parameters
-    return ModelDetail(
-        model=record.info,
-        geometry=record.geometry,
-        revisions=record.revisions,
-        kv_cache=kv_summary(record.geom) if record.has_cache else None,
-        roofline=roofline_summary(record.geom, load_catalog(), params, active) if record.has_cache else [],
+    rest = ModelDetailResponse.model_construct(
+        model=record.info, geometry=record.geometry, revisions=record.revisions, kv_cache=None, roofline=[],
         bench=[BenchResultInfo.model_validate(r) for r in results_for_model(session, model_id, 10)],
-        architecture=record.architecture,
-        derivatives=record.derivatives,
+        architecture=record.architecture, derivatives=record.derivatives, ok=True,
     )
+    return DetailParts(record, rest, estimates_json(record.estimate_key, record.geom, params, active))
+
+
+# The whole answer, kept per everything it is read from: the model's row as stored, its current
+# geometry row, derivative counts, revision count, newest spot-benchmark, the newest geometry in
+# the store (a new sibling of the same architecture) and the hardware catalog. ~30 KB each.
+_DETAIL_JSON: BoundedCache[bytes | None] = BoundedCache(1024)
+
+
+@lru_cache(maxsize=1)
+def _versions_query() -> sa.Select:
+    """One indexed row: what ``model_detail_json`` keys its cache on."""
+    m, g = HubModel.__table__, GeometryRow.__table__
+    d, c, b = DerivativeStats.__table__, ConfigRevision.__table__, BenchResult.__table__
+    o = OracleCheck.__table__  # the oracle's verdict is written apart from the geometry row
+    verdict = sa.select(o.c.status, o.c.checked_at).where(o.c.revision_id == m.c.current_revision_id)
+    return (
+        sa.select(*m.c, g.c.id, g.c.derived_at, d.c.computed_at,
+                  verdict.with_only_columns(o.c.status).scalar_subquery(),
+                  verdict.with_only_columns(o.c.checked_at).scalar_subquery(),
+                  sa.select(sa.func.count()).where(c.c.model_id == m.c.id).scalar_subquery(),
+                  sa.select(sa.func.max(b.c.id)).where(b.c.model_id == m.c.id).scalar_subquery(),
+                  sa.select(sa.func.max(g.c.id)).scalar_subquery().label("newest_geometry"))
+        .select_from(m.outerjoin(g, g.c.revision_id == m.c.current_revision_id)
+                     .outerjoin(d, d.c.model_id == m.c.id))
+        .where(m.c.id == sa.bindparam("model_id"))
+    )
+
+
+def detail_versions(session: Session, model_id: str) -> tuple | None:
+    """What a model's detail is read from, as one hashable key (one indexed query); None when
+    the store has no such model. Equal keys, equal answers."""
+    versions = session.execute(_versions_query(), {"model_id": model_id}).first()
+    if versions is None:
+        return None
+    # repr: the row holds JSON lists (tags, base models), which do not hash
+    return str(session.get_bind().url), repr(tuple(versions)), catalog_version()
+
+
+def model_detail_json(session: Session, model_id: str) -> bytes | None:
+    """``/api/v1/models/{id}``'s body, or None when the store has no such model: an unchanged
+    answer (``detail_versions``) is served as it was."""
+    key = detail_versions(session, model_id)
+    if key is None:
+        return None
+
+    def compute() -> bytes | None:
+        parts = model_detail_parts(session, model_id)
+        return None if parts is None else parts.json()
+    return _DETAIL_JSON.get(key, compute)
+
+
+def get_model_detail(session: Session, model_id: str) -> ModelDetail | None:
+    """``model_detail_parts`` as one validated ``ModelDetail``."""
+    parts = model_detail_parts(session, model_id)
+    return None if parts is None else ModelDetail.model_validate_json(parts.json())
 
 
 class ModelListResponse(BaseModel):
@@ -199,10 +273,10 @@ def model(session: ReadSessionDep,
     or derived), every stored config revision (raw text at ``config_url``), KV cache at
     4k/32k/128k tokens with its MHA counterfactual, the decode-attention roofline on every
     catalogued device, and the latest spot-benchmarks. The id is the whole rest of the path."""
-    detail = get_model_detail(session, checked_model_id(model_id))
-    if detail is None:
+    body = model_detail_json(session, checked_model_id(model_id))
+    if body is None:
         raise ApiError(404, not_found_message(session, model_id))
-    return model_response(ModelDetailResponse.model_construct(**dict(detail), ok=True))
+    return Response(body, media_type="application/json")
 
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")

@@ -3,6 +3,7 @@ catalogued device, capacity by tensor-parallel degree, config history, lineage a
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 from urllib.parse import quote
 
@@ -13,24 +14,30 @@ from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from observatory.bench.store import results_for_model
-from observatory.catalog.hardware import load_catalog
+from observatory.catalog.hardware import catalog_version, load_catalog
 from observatory.core import kvcache, roofline
 from observatory.core.geometry import Geometry
 from observatory.core.repo_ids import InvalidRepoId, validate_repo_id
+from observatory.store.memo import BoundedCache
 from observatory.store.queries.models import (
+    StoredModel,
     current_derived,
-    model_parameters,
     not_found_message,
     oracle_warning,
 )
-from observatory.store.tables import HubModel
 from observatory.web import chart_specs
-from observatory.web.api.models import get_model_detail
+from observatory.web.api.models import detail_versions, model_detail_parts
 from observatory.web.deps import request_reader
 from observatory.web.errors import ApiError
 from observatory.web.estimates import deployment_table, hardware_info, roofline_point
 from observatory.web.pages.base import page_decorator, validated
-from observatory.web.rendering import FORMATS, error_page, json_response, render
+from observatory.web.rendering import (
+    FORMATS,
+    error_page,
+    json_response,
+    jsonable,
+    render,
+)
 
 router = APIRouter(include_in_schema=False)
 page = page_decorator(router)
@@ -46,11 +53,7 @@ ROOFLINE_DRAWN = ("a100-80gb-sxm", "h100-sxm", "h200-sxm", "b200", "mi300x", "l4
 def kv_terms(geom: Geometry) -> list[dict]:
     """The cache as ``Σ elements_per_token × min(context, cap)`` terms (per distinct cap), the
     form kv-calculator.js evaluates; the same per-layer numbers ``kvcache.cache_bytes`` sums."""
-    terms: dict[int | None, int] = {}
-    for elements, cap in zip(geom.layer_kv_elements(), geom.layer_windows()):
-        if elements:
-            terms[cap] = terms.get(cap, 0) + elements
-    return [{"elements_per_token": e, "cap": cap} for cap, e in sorted(terms.items(), key=lambda t: t[0] or 0)]
+    return [{"elements_per_token": e, "cap": cap} for cap, e in geom.cache_terms()]
 
 
 def calculator(geom: Geometry, context: int, batch: int, dtype: str, source: int | None = None) -> dict:
@@ -97,44 +100,59 @@ def roofline_rows(geom: Geometry, context: int, batch: int, dtype: str, num_para
     ]
 
 
+# The page's own estimates at its (context, batch, dtype): ~40 KB of JSON each; 256 of them
+# in ~10 MB per worker.
+_PAGE_ESTIMATES: BoundedCache[bytes] = BoundedCache(256)
+
+
+def page_estimates(session: Session, record: StoredModel, context: int, batch: int, dtype: str,
+                   source: int | None = None) -> dict:
+    """The calculator, the capacity table and the roofline at this page's context, batch and
+    dtype: computed once per (geometry, parameter counts, catalog version, inputs)."""
+    def compute() -> bytes:
+        geom = record.geom
+        params, active = record.parameters
+        out = {"calculator": None, "roofline_at": None, "deployment": None}
+        if geom is not None and geom.attention_kind != "none":
+            # The MLA capacity table reads the attention weights from the config.
+            config = current_derived(session, record.model)[1].config if geom.mla is not None else None
+            out["calculator"] = calculator(geom, context, batch, dtype, source)
+            out["deployment"] = deployment_table(geom, load_catalog(), context, dtype, params, config)
+            out["roofline_at"] = {"context": context, "batch": batch, "dtype": dtype,
+                                  "per_call_s": roofline.DEFAULT_PER_CALL_S,
+                                  "rows": roofline_rows(geom, context, batch, dtype, params, active)}
+        return json.dumps(jsonable(out), separators=(",", ":")).encode()
+    if record.estimate_key is None:
+        return json.loads(compute())
+    return json.loads(_PAGE_ESTIMATES.get((record.estimate_key, catalog_version(), context, batch, dtype, source),
+                                          compute))
+
+
 def model_page_data(session: Session, model_id: str, context: int, batch: int, dtype: str,
                     source: int | None = None) -> dict | None:
-    detail = get_model_detail(session, model_id)
-    if detail is None:
+    parts = model_detail_parts(session, model_id)
+    if parts is None:
         return None
-    data = detail.model_dump()
-    model = session.get(HubModel, model_id)
-    georow, derived = current_derived(session, model)
-    geom = derived.geometry if derived is not None else None
-    params, active = model_parameters(model, georow)
+    record = parts.record
+    data = parts.data()
+    params, active = record.parameters
     geometry = data.get("geometry") or {}
     data["parameters"] = {"total": params, "active": active,
-                          "source": model.parameters_source if model.num_parameters is not None
+                          "source": record.model.parameters_source if record.model.num_parameters is not None
                           else ("config" if params is not None else None),
                           # an estimate that leaves towers out says so ("language model only")
                           "scope": geometry.get("params_scope"), "uncounted": geometry.get("params_uncounted", [])}
     # "roofline" (batch 1 at 4k/32k/128k) comes with the detail; "roofline_at" is at this page's
     # context, batch and dtype.
-    data["calculator"] = None
-    data["roofline_at"] = None
-    data["deployment"] = None
-    if geom is not None and geom.attention_kind != "none":
-        data["calculator"] = calculator(geom, context, batch, dtype, source)
-        data["deployment"] = deployment_table(geom, load_catalog(), context, dtype, params, derived.config)
-        data["roofline_at"] = {"context": context, "batch": batch, "dtype": dtype,
-                            "per_call_s": roofline.DEFAULT_PER_CALL_S,
-                            "rows": roofline_rows(geom, context, batch, dtype, params, active)}
-    if geom is not None:
-        kinds: dict[str, int] = {}
-        for kind in geom.layer_kinds:
-            kinds[kind] = kinds.get(kind, 0) + 1
-        data["layer_summary"] = kinds
-    else:
-        data["layer_summary"] = {}
+    data.update(page_estimates(session, record, context, batch, dtype, source))
+    kinds: dict[str, int] = {}
+    for kind in record.geom.layer_kinds if record.geom is not None else ():
+        kinds[kind] = kinds.get(kind, 0) + 1
+    data["layer_summary"] = kinds
     data["bench_results"] = results_for_model(session, model_id)
     # The oracle's warning (there for the API) is the page's own notice, not a parser warning.
-    oracle = detail.geometry.oracle if detail.geometry is not None else None
-    data["parser_warnings"] = [w for w in (detail.geometry.warnings if detail.geometry is not None else [])
+    oracle = record.geometry.oracle if record.geometry is not None else None
+    data["parser_warnings"] = [w for w in (record.geometry.warnings if record.geometry is not None else [])
                                if oracle is None or w != oracle_warning(oracle)]
     return data
 
@@ -181,11 +199,29 @@ def _model_page(request: Request, model_id: str, fmt: str | None) -> Response:
     except InvalidRepoId as exc:
         raise ApiError(400, f"model id: {exc}") from None
     form = validated(KVForm, request)
-    context, batch, dtype = form.context, form.batch, form.dtype
     with request_reader(request) as session:
-        data = model_page_data(session, model_id, context, batch, dtype, form.source)
-        if data is None:
+        key = detail_versions(session, model_id)
+        if key is None:
             raise ApiError(404, not_found_message(session, model_id))
+        # The page is a function of the stored data (the key) and the request's URL.
+        body, media_type = _PAGES.get((key, str(request.url), fmt), lambda: _page_body(request, session, model_id,
+                                                                                         fmt, form))
+    return Response(body, media_type=media_type)
+
+
+# Rendered pages (~35 KB of HTML; JSON twins ~80 KB): 256 of them in at most ~20 MB per worker.
+_PAGES: BoundedCache[tuple[bytes, str]] = BoundedCache(256)
+
+
+def _page_body(request: Request, session: Session, model_id: str, fmt: str | None, form: KVForm) -> tuple[bytes, str]:
+    data = model_page_data(session, model_id, form.context, form.batch, form.dtype, form.source)
+    if data is None:
+        raise ApiError(404, not_found_message(session, model_id))
+    response = _page_response(request, model_id, fmt, data)
+    return response.body, response.media_type
+
+
+def _page_response(request: Request, model_id: str, fmt: str | None, data: dict) -> Response:
     if fmt == "json":
         return json_response(data)
     specs = {}
