@@ -6,6 +6,7 @@ import click
 
 from observatory.commands import alerts as alerts_commands
 from observatory.commands import bench as bench_commands
+from observatory.commands import convert as convert_commands
 from observatory.commands import crawl as crawl_commands
 from observatory.commands import db as db_commands
 from observatory.commands import inspect as inspect_commands
@@ -29,3 +30,4 @@ main.add_command(crawl_commands.crawl)
 main.add_command(worker_commands.worker)
 main.add_command(bench_commands.bench)
 main.add_command(alerts_commands.alerts)
+main.add_command(convert_commands.convert)

@@ -31,10 +31,13 @@ FLOORS: dict[str, set[str]] = {
     "crawler": _DOMAIN | {"hub"},
     "alerts": _DOMAIN | {"hub"},  # webhooks read Retry-After as the Hub client does
     "bench": _DOMAIN | {"catalog", "kernels"},
+    "convert": {"core"},  # safetensors checkpoints in and out; what may be converted is decided in the core
+    "uptrain": _DOMAIN | {"convert", "kernels"},  # the small-scale uptraining experiment and its results
     "pipeline": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "scheduler"},
     "scheduler": _DOMAIN | {"hub"},  # its jobs are named as "module:function" strings
-    "web": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "pipeline", "scheduler"},
-    "commands": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "kernels", "pipeline", "scheduler", "web"},
+    "web": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "pipeline", "scheduler", "uptrain"},
+    "commands": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "kernels", "pipeline", "scheduler", "web",
+                           "convert", "uptrain"},
     "cli": {"commands"},
 }
 # What a pure core module may import besides the standard library and other core modules.
