@@ -59,7 +59,7 @@ def _source_shards(src: Path) -> dict[str, Path]:
     single = src / "model.safetensors"
     if single.is_file():
         with safe_open(single, framework="pt") as f:
-            return {name: single for name in f}
+            return {name: single for name in f.keys()}  # noqa: SIM118 (safe_open is not iterable)
     if any(src.glob("*.bin")) or any(src.glob("*.pt")):
         raise ConversionRefused(f"{src} holds pickled (.bin/.pt) weights only: convert needs safetensors")
     raise ConversionRefused(f"{src} has no model.safetensors or {INDEX_NAME}")
@@ -71,7 +71,7 @@ def _dtypes(shards: dict[str, Path]) -> dict[str, str]:
         if not path.is_file():
             raise ConversionRefused(f"the index names {path.name}, which is not in the checkpoint")
         with safe_open(path, framework="pt") as f:
-            for name in f:
+            for name in f.keys():  # noqa: SIM118
                 if shards.get(name) == path:
                     out[name] = f.get_slice(name).get_dtype()
     missing = sorted(set(shards) - set(out))

@@ -45,7 +45,7 @@ def tensors(path) -> dict[str, torch.Tensor]:
     out = {}
     for file in sorted(path.glob("*.safetensors")):
         with safe_open(file, framework="pt") as f:
-            out.update({name: f.get_tensor(name) for name in f})
+            out.update({name: f.get_tensor(name) for name in f.keys()})  # noqa: SIM118
     return out
 
 
