@@ -12,6 +12,7 @@ from observatory.commands import db as db_commands
 from observatory.commands import inspect as inspect_commands
 from observatory.commands import serve as serve_commands
 from observatory.commands import snapshot as snapshot_commands
+from observatory.commands import uptrain as uptrain_commands
 from observatory.commands import worker as worker_commands
 
 
@@ -31,3 +32,4 @@ main.add_command(worker_commands.worker)
 main.add_command(bench_commands.bench)
 main.add_command(alerts_commands.alerts)
 main.add_command(convert_commands.convert)
+main.add_command(uptrain_commands.uptrain)

@@ -33,6 +33,7 @@ TABLE_MODULES = [
     "observatory.store.trend_tables",
     "observatory.alerts.tables",
     "observatory.bench.tables",
+    "observatory.uptrain.tables",
 ]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

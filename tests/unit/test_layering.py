@@ -32,7 +32,7 @@ FLOORS: dict[str, set[str]] = {
     "alerts": _DOMAIN | {"hub"},  # webhooks read Retry-After as the Hub client does
     "bench": _DOMAIN | {"catalog", "kernels"},
     "convert": {"core"},  # safetensors checkpoints in and out; what may be converted is decided in the core
-    "uptrain": _DOMAIN | {"convert", "kernels"},  # the small-scale uptraining experiment and its results
+    "uptrain": _DOMAIN | {"bench", "convert", "kernels"},  # the small-scale uptraining experiment and its results
     "pipeline": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "scheduler"},
     "scheduler": _DOMAIN | {"hub"},  # its jobs are named as "module:function" strings
     "web": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "pipeline", "scheduler", "uptrain"},
