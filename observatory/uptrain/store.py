@@ -84,3 +84,15 @@ def read_results_file(path: Path = COMMITTED_RESULTS) -> dict | None:
         if absent:
             raise ResultsFileError(f"{path}: cell #{index} lacks {', '.join(absent)}")
     return data
+
+
+def shown_run(session: Session) -> tuple[dict | None, str | None]:
+    """The run the pages show and where it came from: the store's newest complete run, else the
+    committed results file; (None, None) when there is neither."""
+    run = latest_run(session)
+    if run is not None:
+        return run, f"the store (run {run['id']})"
+    committed = read_results_file()
+    if committed is not None and committed.get("complete"):
+        return committed, "the results file committed with the code (benchmarks/results/uptrain.json)"
+    return None, None
