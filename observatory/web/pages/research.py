@@ -34,6 +34,6 @@ def research_page(request: Request, fmt: str | None) -> Response:
     specs = {"research": chart_specs.research_quality(data["rows"] + ours_charted, [*papers, "observatory"])}
     if data["ours_rows"]:
         specs["uptrain"] = chart_specs.uptrain_recovery(data["ours_rows"])
-    charted = sum(len(s["points"]) for s in specs["research"]["series"])
+    charted = sum(len(s["points"]) for s in specs["research"]["series"]) - len(ours_charted)
     return render(request, "research.html", data, title="Research", nav="/research", formats=("json", "csv"),
-                  specs=specs, charts=True, charted=charted, ours_table=pivot(data["ours_rows"]))
+                  specs=specs, charts=True, charted=charted, ours_charted=len(ours_charted), ours_table=pivot(data["ours_rows"]))
