@@ -82,12 +82,12 @@ def judge(cells: Sequence[Mapping], heads: int) -> dict:
     if caveats:
         summary += " Caveats: " + "; ".join(caveats) + "."
     steps = [
-        "each converted model is compared with the MHA model uptrained for the same steps on the same batches "
-        "(the control), on the same held-out bytes",
+        ("each converted model is compared with the MHA model uptrained for the same steps on the same batches "
+         "(the control), on the same held-out bytes"),
         f"gap = perplexity / control perplexity - 1; 'recovered' means gap <= {RECOVERY_TOLERANCE:.0%} (our threshold)",
-        f"GQA K within tolerance at 0%: {within[0.0] or 'none'}; at 5%: {within[0.05] or 'none'}; "
-        f"at 10%: {within[0.10] or 'none'}",
-        f"MQA gap at 10% {mean[(1, 0.10)]:+.3%} vs worst GQA gap {worst_gqa:+.3%}: "
-        f"{'MQA recovers less' if mqa_less else 'MQA does not recover less'}",
+        (f"GQA K within tolerance at 0%: {within[0.0] or 'none'}; at 5%: {within[0.05] or 'none'}; "
+         f"at 10%: {within[0.10] or 'none'}"),
+        (f"MQA gap at 10% {mean[(1, 0.10)]:+.3%} vs worst GQA gap {worst_gqa:+.3%}: "
+         f"{'MQA recovers less' if mqa_less else 'MQA does not recover less'}"),
     ]
     return {"verdict": verdict, "summary": summary, "figures": figures, "steps": steps}

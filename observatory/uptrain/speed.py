@@ -17,7 +17,7 @@ ROTATED_COPIES = 2
 
 
 def decode_speeds(heads: int, kv_options: list[int], head_dim: int, layers: int, context: int, batch: int,
-                  *, repeats: int = 10, seed: int = 0) -> dict:
+                  *, repeats: int = 20, seed: int = 0) -> dict:
     device = torch.device("cpu")
     generator = torch.Generator().manual_seed(seed)
     seqlens = torch.full((batch,), context, dtype=torch.int32)
