@@ -58,7 +58,7 @@ def sizes(scale: float = 1.0) -> Sizes:
     shape = ModelShape(hidden=128 * grow, layers=2 * grow, heads=HEADS, kv_heads=HEADS, intermediate=384 * grow,
                        context=64)
     return Sizes(scale=scale, shape=shape, steps=round(BASE_STEPS * scale), batch=8, lr=3e-3 / grow, warmup=40,
-                 lr_floor=0.1, eval_windows=128, checkpoint_every=100, decode_context=4096, decode_batch=8)
+                 lr_floor=0.1, eval_windows=256, checkpoint_every=100, decode_context=4096, decode_batch=8)
 
 
 def kv_grid(heads: int = HEADS) -> tuple[int, ...]:

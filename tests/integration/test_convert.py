@@ -111,6 +111,17 @@ def test_a_converted_model_loads_and_generates(tmp_path, family, kv_heads, metho
     assert out.shape == (1, 7)
 
 
+def test_files_that_are_not_weights_come_along(tmp_path):
+    tiny("llama", tmp_path / "src")
+    (tmp_path / "src" / "tokenizer.json").write_text('{"model": "stand-in"}')
+    convert_checkpoint(tmp_path / "src", tmp_path / "dst", 4)
+    assert (tmp_path / "dst" / "tokenizer.json").read_text() == '{"model": "stand-in"}'
+    assert (tmp_path / "dst" / "generation_config.json").is_file()
+    config = json.loads((tmp_path / "dst" / "config.json").read_text())
+    assert config["observatory_conversion"] == {"method": "mean", "from_kv_heads": H, "to_kv_heads": 4,
+                                                "recipe": "GQA (Ainslie et al. 2023, arXiv 2305.13245) section 2.1"}
+
+
 def test_first_keeps_each_groups_first_head_and_random_is_seeded(tmp_path):
     tiny("llama", tmp_path / "src")
     src = tensors(tmp_path / "src")

@@ -117,6 +117,22 @@ def test_the_command_stores_the_run_and_its_budget_stops_it_resumably(tmp_path, 
     with Session(engine) as session:
         save_results(session, from_file)
         assert len(session.exec(select(UptrainCell)).all()) == 52
+    # The pages show the stored run (not the committed file) and judge the claim on it.
+    from fastapi.testclient import TestClient
+
+    from observatory.web.app import create_app
+
+    with TestClient(create_app(settings)) as client:
+        research = client.get("/research.json").json()
+        assert research["ours"]["source"].startswith("the store") and research["ours"]["run_key"] == stored["run_key"]
+        assert len(research["ours_rows"]) == 52 and research["ours"]["corpus"]["sha256"] == stored["corpus"]["sha256"]
+        control = [r for r in research["ours_rows"] if r["method"] == CONTROL]
+        assert [r["quality_change"] for r in control] == [0.0] * 4
+        claim = next(c for c in client.get("/api/v1/claims").json()["claims"] if c["id"] == "gqa-uptraining")
+        assert claim["verdict"] is not None and stored["run_key"][:8] in claim["steps"][-1]
+        page = client.get("/research")
+        assert page.status_code == 200 and "This observatory, small scale" in page.text
+        assert 'data-chart="chart-uptrain"' in page.text
 
 
 def test_bad_scale_is_one_line(tmp_path):
