@@ -162,3 +162,36 @@ def test_the_corpus_splits_by_module_and_states_its_hash(tmp_path, corpus):
     (tmp_path / "only.py").write_text("x = 1\n")
     with pytest.raises(CorpusError, match="too few"):
         load_corpus(tmp_path)
+
+
+def test_sigterm_stops_at_a_checkpoint_and_the_run_resumes(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    work = tmp_path / "work"
+    env = {**os.environ, "OBSERVATORY_DATA_DIR": str(tmp_path / "data")}
+    from pathlib import Path
+
+    command = [str(Path(sys.executable).parent / "observatory"), "uptrain", "--scale", str(SCALE), "--work-dir", str(work),
+               "--no-progress", "--no-store"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # Wait (bounded) for the first checkpoint: the base run then has 30 steps and the grid to go.
+        for _ in range(600):
+            if (work / "base.pt").exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 3, err
+    assert "stopped by a signal" in err and "Traceback" not in err
+    state = json.loads((work / "state.json").read_text())
+    assert state["finished_at"] is None
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((work / "state.json").read_text())["run_key"] == state["run_key"]
