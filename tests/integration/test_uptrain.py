@@ -192,6 +192,6 @@ def test_sigterm_stops_at_a_checkpoint_and_the_run_resumes(tmp_path):
     assert "stopped by a signal" in err and "Traceback" not in err
     state = json.loads((work / "state.json").read_text())
     assert state["finished_at"] is None
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads((work / "state.json").read_text())["run_key"] == state["run_key"]
