@@ -67,10 +67,10 @@ def judge(cells: Sequence[Mapping], heads: int) -> dict:
     if free:
         caveats.append("conversion alone (0%) is already within the tolerance for every GQA K, so at our scale "
                        "uptraining has little to recover")
-    if not all_5:
+    if within[0.10] and not all_5:
         caveats.append(f"at 5% only K = {', '.join(map(str, within[0.05])) or 'none'} of {', '.join(map(str, gqa))} "
                        "are within it")
-    if not all_10:
+    if within[0.10] and not all_10:
         caveats.append(f"at 10% only K = {', '.join(map(str, within[0.10]))} are within it")
     if not mqa_less:
         caveats.append(f"MQA's gap at 10% ({mean[(1, 0.10)]:+.2%}) is not larger than the worst GQA gap "
@@ -79,6 +79,8 @@ def judge(cells: Sequence[Mapping], heads: int) -> dict:
                f"Mean-pooled GQA ends {', '.join(f'K = {k}: {mean[(k, 0.10)]:+.2%}' for k in gqa)} from the MHA "
                f"control after 10% uptraining (tolerance {RECOVERY_TOLERANCE:.0%}); MQA {mean[(1, 0.10)]:+.2%}"
                f"{' (less recovered)' if mqa_less else ''}.")
+    if not within[0.10]:
+        summary += " No GQA K is within the tolerance after 10% uptraining, so the first half does not hold here."
     if caveats:
         summary += " Caveats: " + "; ".join(caveats) + "."
     steps = [

@@ -60,6 +60,7 @@ def test_conversion_that_costs_nothing_is_a_caveat_not_a_confirmation():
 def test_no_gqa_within_tolerance_at_10_percent_does_not_hold():
     result = judge(grid(lambda m, k, f: RECOVERY_TOLERANCE * 2 + (0.1 if k == 1 else 0)), H)
     assert result["verdict"] == "does not hold"
+    assert "No GQA K is within the tolerance" in result["summary"] and "only K =" not in result["summary"]
 
 
 def test_a_grid_without_the_cells_is_unchecked():
