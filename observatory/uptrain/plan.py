@@ -4,10 +4,10 @@ Scale 1 (the default) is sized for about ten minutes on two quiet CPU cores (one
 ``observatory uptrain --threads``): a 0.5M-parameter
 byte-level Llama (hidden 128, 16 heads of 8, 2 layers, 64-byte context) trained for 1,500 steps of
 8 windows, then 13 uptraining runs (3 poolings x 4 K, and the MHA control) of 10% of that each:
-2.3x the base steps in all (3,450), plus 53 held-out evaluations. On this project's shared 2-core
-machine (2026-12-02, load average 8-10) one step took 0.19 s in one measurement and 0.6 s in another,
-so the default takes 12 to 40 minutes there; "about ten minutes on quiet cores" is an estimate from
-those, not a measurement. ``--budget-min`` caps any run, which then resumes. ``--scale s`` multiplies the steps; from s = 4 the width and depth grow
+2.3x the base steps in all (3,450), plus 53 held-out evaluations. The committed run
+(benchmarks/results/uptrain.json) took 5.3 minutes of wall time on one thread of this project's
+shared 2-core machine (2026-12-02, load average 1 to 10 while it ran), in two invocations: stopped
+by SIGTERM and resumed. ``--budget-min`` caps any run, which then resumes. ``--scale s`` multiplies the steps; from s = 4 the width and depth grow
 by sqrt(s) too (for a GPU or a long night). Below 0.5 it is the test model (hidden 32, one layer,
 32-byte context, at least 40 steps), which finishes in seconds and measures nothing worth quoting.
 """
