@@ -397,5 +397,6 @@ def uptrain_recovery(rows: Sequence[dict]) -> dict:
                                                       "name": r["variant"]} for r in control]})
     return {"type": "xy", "n_label": "held-out bytes", "legend_shapes": True,
             "x": {"unit": "share", "title": "uptraining steps ÷ the base run's steps"},
-            "y": {"title": "held-out perplexity per byte (lower is better)"},
+            # log y: a conversion before uptraining can sit 100x above the control, the recovery near it
+            "y": {"type": "log", "title": "perplexity per byte (log; lower is better)"},
             "series": series}
