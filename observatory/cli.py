@@ -6,6 +6,7 @@ import click
 
 from observatory.commands import alerts as alerts_commands
 from observatory.commands import bench as bench_commands
+from observatory.commands import convert as convert_commands
 from observatory.commands import crawl as crawl_commands
 from observatory.commands import db as db_commands
 from observatory.commands import errors
@@ -13,6 +14,7 @@ from observatory.commands import inspect as inspect_commands
 from observatory.commands import oracle as oracle_commands
 from observatory.commands import serve as serve_commands
 from observatory.commands import snapshot as snapshot_commands
+from observatory.commands import uptrain as uptrain_commands
 from observatory.commands import worker as worker_commands
 
 
@@ -38,3 +40,5 @@ main.add_command(worker_commands.worker)
 main.add_command(bench_commands.bench)
 main.add_command(alerts_commands.alerts)
 main.add_command(oracle_commands.oracle)
+main.add_command(convert_commands.convert)
+main.add_command(uptrain_commands.uptrain)

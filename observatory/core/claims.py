@@ -43,6 +43,7 @@ from observatory.core.roofline import (
     max_batch,
 )
 from observatory.core.trends import THIN_N
+from observatory.core.uptraining import judge as judge_uptraining
 
 HOLDS, CAVEATS, FAILS, UNSOURCED = "holds", "holds with caveats", "does not hold", "unsourced"
 VERDICTS = (HOLDS, CAVEATS, FAILS, UNSOURCED)
@@ -83,6 +84,8 @@ class Inputs:
     devices: Mapping[str, Machine] = field(default_factory=dict)
     # The originals' quarterly TP = 8 series: {"label", "n", "share", "share_mla"} per quarter, oldest first.
     tp8_quarters: tuple[dict, ...] = ()
+    # The newest complete ``observatory uptrain`` run (its results dict), or None: none has run.
+    uptrain: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -441,6 +444,17 @@ def _tp_kv_heads(inputs: Inputs) -> dict:
         figures, steps)
 
 
+# ---- GQA uptraining: judged on our own small-scale run (core.uptraining) -------------------------
+
+def _uptraining(inputs: Inputs) -> dict:
+    run = inputs.uptrain
+    if run is None:
+        return _result(None, "Not checked: no complete `observatory uptrain` run is stored.", [], [])
+    result = judge_uptraining(run["cells"], run["sizes"]["shape"]["heads"])
+    return {**result, "steps": [*result["steps"], f"run {run['run_key'][:8]}: scale {run['scale']:g}, seed "
+                                f"{run['seed']}, corpus sha256 {run['corpus']['sha256'][:12]}"]}
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("llama2-70b-kv-2048", "Llama 2 70B's KV cache at 2,048 tokens",
           "Llama 2 70B's KV cache at 2,048 tokens is 2.68 GB with multi-head attention and 0.33 GB with "
@@ -486,6 +500,14 @@ CLAIMS: tuple[Claim, ...] = (
                  "Checked against vLLM's and Megatron-LM's sharding rules (core.deployment); tests/unit/"
                  "test_deployment.py quotes each rule's source line."),
           (LLAMA3_70B, STARCODER, DEEPSEEK_V3), _tp_kv_heads),
+    Claim("gqa-uptraining", "Uptraining at 5-10% recovers MHA quality; MQA recovers less",
+          "An MHA checkpoint mean-pooled to GQA and uptrained for 5-10% of its original steps recovers quality "
+          "close to MHA; MQA recovers less.",
+          Source("Ainslie et al., GQA: Training Generalized Multi-Query Transformer Models from Multi-Head "
+                 "Checkpoints (arXiv 2305.13245)", "https://arxiv.org/abs/2305.13245",
+                 "abstract; section 2.1 (uptraining) and the uptraining-proportion experiments",
+                 "The paper measures T5 encoder-decoders; we judge it on our own small run (observatory uptrain)."),
+          (), _uptraining),
 )
 
 

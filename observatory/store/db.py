@@ -34,6 +34,7 @@ TABLE_MODULES = [
     "observatory.alerts.tables",
     "observatory.bench.tables",
     "observatory.store.oracle_tables",
+    "observatory.uptrain.tables",
 ]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

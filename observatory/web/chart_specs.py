@@ -377,3 +377,26 @@ def kv_against_context(models: Sequence[dict]) -> dict:
                                   for p in m["curve"]]})
     return {"type": "xy", "legend_shapes": True, "x": {"type": "log", "title": "tokens per sequence"},
             "y": {"type": "log", "unit": "bytes", "title": "KV cache of one sequence (bf16)"}, "series": series}
+
+
+def uptrain_recovery(rows: Sequence[dict]) -> dict:
+    """Our run: held-out perplexity against the uptraining fraction, one line per K (mean pooling),
+    the MHA control dashed. Each point's n is the held-out bytes scored."""
+    series = []
+    control = [r for r in rows if r["method"] == "mha"]
+    ks = sorted({r["kv_heads"] for r in rows if r["method"] == "mean"}, reverse=True)
+    for i, k in enumerate(ks):
+        points = [{"x": r["fraction"], "y": r["quality_value"], "n": r["quality_n"], "name": r["variant"]}
+                  for r in rows if r["method"] == "mean" and r["kv_heads"] == k]
+        label = f"mean-pooled K = {k}" + (" (MQA)" if k == 1 else "")
+        series.append({"label": label, "style": "line", "colour": PAPER_COLOURS[i % len(PAPER_COLOURS)],
+                       "shape": PAPER_SHAPES[i % len(PAPER_SHAPES)], "point_radius": 4, "points": points})
+    if control:
+        series.append({"label": "MHA control (same steps)", "style": "line", "colour": "series:8", "dashed": True,
+                       "point_radius": 4, "points": [{"x": r["fraction"], "y": r["quality_value"], "n": r["quality_n"],
+                                                      "name": r["variant"]} for r in control]})
+    return {"type": "xy", "n_label": "held-out bytes", "legend_shapes": True,
+            "x": {"unit": "share", "title": "uptraining steps ÷ the base run's steps"},
+            # log y: a conversion before uptraining can sit 100x above the control, the recovery near it
+            "y": {"type": "log", "title": "perplexity per byte (log; lower is better)"},
+            "series": series}

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 from test_browser import browser, open_page  # noqa: E402,F401  (fixtures)
 
 PAGES = ["/claims", "/research", "/prices", "/hardware"]
-CHARTS = {"/research": ["chart-research"], "/prices": ["chart-prices", "chart-kv"], "/hardware": ["chart-capacity"]}
+CHARTS = {"/research": ["chart-research", "chart-uptrain"], "/prices": ["chart-prices", "chart-kv"], "/hardware": ["chart-capacity"]}
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ from observatory.bench.tables import BenchResult
 from observatory.catalog.hardware import load_catalog
 from observatory.catalog.prices import load_prices
 from observatory.catalog.research import load_research
+from observatory.uptrain.store import read_results_file
 from observatory.core import claims as core_claims
 from observatory.core import kvcache, roofline
 from observatory.settings import Settings
@@ -99,7 +100,10 @@ def test_csv_exports(client):
     assert [r["id"] for r in claims_rows] == [c.id for c in core_claims.CLAIMS]
     assert all(r["verdict"] in core_claims.VERDICTS and r["source_title"] for r in claims_rows)
     research = _csv(client.get("/research.csv").text)
-    assert len(research) == len(load_research()["rows"]) and all(r["paper_url"] and r["table"] for r in research)
+    ours = client.get("/research.json").json()["ours_rows"]  # the committed uptrain run, when the store has none
+    assert len(research) == len(load_research()["rows"]) + len(ours)
+    assert all(r["paper_url"] and r["table"] for r in research)
+    assert [r["id"] for r in research[len(research) - len(ours):]] == [r["id"] for r in ours]
     prices = _csv(client.get("/prices.csv").text)
     assert len(prices) == len(load_prices()["rows"])
     assert {r["currency"] for r in prices} == {"USD"} and {r["unit"] for r in prices} == {"per 1,000,000 tokens"}
@@ -143,13 +147,16 @@ def test_claims_recompute_from_the_stored_geometry(client, db):
     quarters = tuple({"label": p["period_start"][:4] + "-Q" + str((int(p["period_start"][5:7]) - 1) // 3 + 1),
                       "n": p["tp8_count"], "share": p["share_tp8_fill"], "share_mla": p["share_tp8_mla"]}
                      for p in client.get("/api/v1/trends?period=quarter").json()["points"] if p["tp8_count"])
+    # The uptraining claim is judged on the committed results file (the store holds no run here).
+    committed = read_results_file()
     oracle = core_claims.check_all(core_claims.Inputs(geometries, parameters, {d.id: d for d in load_catalog()},
-                                                      tp8_quarters=quarters))
+                                                      tp8_quarters=quarters, uptrain=committed))
     for expected in oracle:
         got = answer[expected["id"]]
         assert got["verdict"] == expected["verdict"]
         assert [f["ours"] for f in got["figures"]] == pytest.approx([f["ours"] for f in expected["figures"]])
-    assert {c: answer[c]["verdict"] for c in answer} == {
+    assert answer["gqa-uptraining"]["verdict"] in core_claims.VERDICTS
+    assert {c: answer[c]["verdict"] for c in answer if c != "gqa-uptraining"} == {
         "llama2-70b-kv-2048": "unsourced", "deepseek-v2-kv-93": "holds with caveats",
         "trtllm-gqa-70b-throughput": "unsourced", "hf-llama31-kv-128k": "does not hold",
         "mistral-7b-rolling-buffer": "holds", "deepseek-v3-kv-per-token": "holds", "tp-kv-heads": "unsourced"}
@@ -170,8 +177,10 @@ def test_claims_on_an_empty_store_are_unchecked(tmp_path):
     settings = Settings(data_dir=tmp_path / "data", scheduler_enabled=False, autoload_snapshot=False)
     with TestClient(create_app(settings)) as empty:
         body = empty.get("/claims.json").json()
-        assert all(c["arithmetic_verdict"] is None and c["missing"] for c in body["claims"])
-        assert {c["verdict"] for c in body["claims"]} == {None, "unsourced"}  # unsourced even when unchecked
+        # The uptraining claim needs no stored model: it is judged on the committed run's results file.
+        on_geometry = [c for c in body["claims"] if c["id"] != "gqa-uptraining"]
+        assert all(c["arithmetic_verdict"] is None and c["missing"] for c in on_geometry)
+        assert {c["verdict"] for c in on_geometry} == {None, "unsourced"}  # unsourced even when unchecked
         page = empty.get("/claims")
         assert page.status_code == 200 and "not checked" in page.text and "Not in the store" in page.text
         capacity = empty.get("/api/v1/hardware-capacity").json()

@@ -32,11 +32,13 @@ FLOORS: dict[str, set[str]] = {
     "alerts": _DOMAIN | {"hub"},  # webhooks read Retry-After as the Hub client does
     "bench": _DOMAIN | {"catalog", "kernels"},
     "oracle": _DOMAIN,  # transformers in its child processes; reads configs from the store
+    "convert": {"core"},  # safetensors checkpoints in and out; what may be converted is decided in the core
+    "uptrain": _DOMAIN | {"bench", "convert", "kernels"},  # the small-scale uptraining experiment and its results
     "pipeline": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "oracle", "scheduler"},
     "scheduler": _DOMAIN | {"hub"},  # its jobs are named as "module:function" strings
-    "web": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "oracle", "pipeline", "scheduler"},
+    "web": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "oracle", "pipeline", "scheduler", "uptrain"},
     "commands": _DOMAIN | {"catalog", "hub", "crawler", "alerts", "bench", "kernels", "oracle", "pipeline", "scheduler",
-                          "web"},
+                          "web", "convert", "uptrain"},
     "cli": {"commands"},
 }
 # What a pure core module may import besides the standard library and other core modules.

@@ -7,6 +7,7 @@ The ``*_data`` functions build what the routes and the pages' JSON twins both an
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 from typing import Annotated, Any, Literal
 
@@ -21,10 +22,12 @@ from observatory.catalog.prices import load_prices
 from observatory.catalog.research import load_research
 from observatory.core.claims import VERDICTS, check_all
 from observatory.store.queries.population import kv_by_quarter
+from observatory.uptrain.store import shown_run
 from observatory.web.api.common import CSV_RESPONSE, model_response
 from observatory.web.deps import ReadSessionDep
 from observatory.web.errors import ERROR_RESPONSES
 from observatory.web.rendering import csv_response, jsonable
+from observatory.web.small_scale import ours_rows, run_summary
 from observatory.web.strict_params import StrictQueryRoute
 
 router = APIRouter(prefix="/api/v1", tags=["claims"], responses=ERROR_RESPONSES, route_class=StrictQueryRoute)
@@ -34,7 +37,8 @@ Format = Annotated[Literal["json", "csv"], Query(description="csv: one row per i
 
 def claims_data(session: Session) -> list[dict]:
     """Every claim, checked; measurable claims carry ``measurement`` (None: not measured yet)."""
-    results = check_all(claim_inputs(session))
+    run, _ = shown_run(session)
+    results = check_all(replace(claim_inputs(session), uptrain=run))
     for result in results:
         result["measurement"] = (measured_gqa_dividend(session, result["models"][0])
                                  if result["measurable"] else None)
@@ -150,12 +154,22 @@ class ResearchRow(BaseModel):
     kv_ratio: float | None = Field(description="KV per token / the baseline's")
     kv: dict
     speed: dict | None
+    # Our own rows only ("this observatory, small scale"): the cell of the uptraining grid.
+    method: str | None = Field(default=None, description="mean | first | random | mha (the control)")
+    kv_heads: int | None = None
+    fraction: float | None = Field(default=None, description="Uptraining steps / the base run's steps")
+    uptrain_steps: int | None = None
 
 
 class ResearchResponse(BaseModel):
     ok: bool = True
     description: str
     rows: list[ResearchRow]
+    ours_rows: list[ResearchRow] = Field(description="This observatory, small scale: one row per cell of the newest "
+                                         "complete observatory uptrain run, quality against the MHA control "
+                                         "uptrained for the same steps")
+    ours: dict | None = Field(description="That run: source (store or committed file), corpus hash, sizes, "
+                              "software, decode timing; null when none has run")
 
 
 RESEARCH_CSV_COLUMNS = ["id", "paper", "paper_short", "paper_title", "paper_url", "table", "page", "page_note", "setting", "variant",
@@ -168,19 +182,21 @@ def research_csv_rows(rows: list[dict]) -> list[dict]:
              "speed_value": (r["speed"] or {}).get("value")} for r in rows]
 
 
-def research_data() -> dict:
+def research_data(session: Session) -> dict:
     """The rows as the API declares them (the page's JSON twin answers the same)."""
     research = load_research()
-    return ResearchResponse(description=research["description"], rows=research["rows"]).model_dump(exclude={"ok"})
+    run, source = shown_run(session)
+    return ResearchResponse(description=research["description"], rows=research["rows"],
+                            ours_rows=ours_rows(run, source), ours=run_summary(run, source)).model_dump(exclude={"ok"})
 
 
 @router.get("/research", response_model=ResearchResponse, responses=CSV_RESPONSE,
-            summary="Quality against KV compression, from the papers")
-def research(format: Format = "json"):
-    """One row per reported configuration, with paper, table and page."""
-    data = research_data()
+            summary="Quality against KV compression, from the papers and our small-scale run")
+def research(session: ReadSessionDep, format: Format = "json"):
+    """One row per reported configuration, with paper, table and page; then ours (CSV: both, papers first)."""
+    data = research_data(session)
     if format == "csv":
-        return csv_response(RESEARCH_CSV_COLUMNS, research_csv_rows(data["rows"]), "research.csv")
+        return csv_response(RESEARCH_CSV_COLUMNS, research_csv_rows(data["rows"] + data["ours_rows"]), "research.csv")
     return model_response(ResearchResponse(**data))
 
 
