@@ -62,7 +62,7 @@ def test_page_json_twin_serves_the_same_estimates_as_the_api(client):
         page = client.get("/models/alpha/llama-70b.json?context=4096&batch=8&dtype=fp8").json()
         assert page["roofline"] == api["roofline"] and page["kv_cache"] == api["kv_cache"]
         assert page["roofline_at"]["context"] == 4096 and page["roofline_at"]["batch"] == 8
-        assert page["calculator"]["params"] == {"context": 4096, "batch": 8, "dtype": "fp8"}
+        assert page["calculator"]["params"] == {"context": 4096, "batch": 8, "dtype": "fp8", "source": None}
     other = client.get("/models/alpha/llama-70b.json?context=32768&batch=1").json()
     assert other["roofline_at"]["context"] == 32768 and other["calculator"]["params"]["batch"] == 1
 

@@ -98,6 +98,7 @@ def site(tmp_path_factory):
         "/crawl.csv": "/crawl.csv",
         "/methodology": "/methodology",
         "/methodology.json": "/methodology.json",
+        "/methodology.csv": "/methodology.csv",
         "/downloads/gqa-observatory-snapshot.zip": "/downloads/gqa-observatory-snapshot.zip",
         "/benchmarks": "/benchmarks",
         "/benchmarks.json": "/benchmarks.json",

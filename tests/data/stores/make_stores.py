@@ -1,6 +1,6 @@
 """Build one populated SQLite store for every past migration head (run from the repository root).
 
-    PYTHONPATH=$PWD /work/main/.venv/bin/python tests/data/stores/make_stores.py
+    PYTHONPATH=$PWD /work/main/.venv/bin/python tests/data/stores/make_stores.py [STEM ...]
 
 For each head in ``HEADS`` this takes that commit's ``migrations/versions/*.py`` verbatim from git
 history (``git show <commit>:<path>``), runs them with Alembic into an empty file, then fills every
@@ -42,6 +42,9 @@ HEADS = [
     ("h08_reliability", "168c93c", "0008"),
     ("h09_bench_v2", "e7025a0", "0009"),
     ("h10_tp_node", "ee63b28", "0011 (the head of main when this was written)"),
+    ("h11_history_repair", "eafa703", "0012 (issue 21's repair of the edited 0004 and 0007)"),
+    ("h12_oracle", "07a8fdc", "0013: the oracle's verdicts"),
+    ("h13_perf", "dd4b36b", "0014: the indexes of the start-up stale scans"),
     ("b01_bench_v2_branch", "6a1b315", "branch wt-kernels: 0009 on a store without 0007"),
     ("b02_reliability_branch", "a051b14", "branch wt-reliability: 0008 beside the first 0007"),
 ]
@@ -274,14 +277,19 @@ def _migrate(target: Path, commit: str, scripts: Path) -> None:
     command.upgrade(config, "heads")
 
 
-def main() -> None:
+def main(only: list[str]) -> None:
+    """Build every store, or only those whose stems are named (so adding a head rewrites no other file)."""
     for stem, commit, _note in HEADS:
+        if only and stem not in only:
+            continue
         path = build(stem, commit)
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size} bytes")
     for stem, commit, then, _note in HALF_MIGRATED:
+        if only and stem not in only:
+            continue
         path = build(stem, commit, then=then)
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size} bytes")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
