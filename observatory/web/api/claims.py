@@ -202,8 +202,8 @@ def research(session: ReadSessionDep, format: Format = "json"):
 
 @router.get("/research.csv", response_class=Response, response_model=None, responses=CSV_RESPONSE,
             summary="Quality against KV compression, as CSV")
-def research_csv() -> Response:
-    return research("csv")
+def research_csv(session: ReadSessionDep) -> Response:
+    return research(session, "csv")
 
 
 # ---- prices ---------------------------------------------------------------------------------------
