@@ -23,7 +23,7 @@ def upgrade() -> None:
         sa.Column('id', sa.Integer(), nullable=False),
         sa.Column('run_key', sqlmodel.sql.sqltypes.AutoString(length=36), nullable=False),
         sa.Column('complete', sa.Boolean(), nullable=False),
-        sa.Column('created_at', sa.DateTime(), nullable=False),
+        sa.Column('created_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
         sa.Column('started_at', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
         sa.Column('finished_at', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=True),
         sa.Column('wall_s', sa.Float(), nullable=False),

@@ -31,6 +31,13 @@ def app_and_client(tmp_path_factory):
     engine.dispose()
     app = create_app(settings)
     with TestClient(app, raise_server_exceptions=False) as client:
+        # The data package is built first: a download during its build is a 503, after it a 200,
+        # and a GET then a HEAD must not straddle the build.
+        from observatory.web.export_package import package_builder
+
+        builder = package_builder(app)
+        builder.start()
+        assert builder.wait(60) is not None
         yield app, client
 
 
