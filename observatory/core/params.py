@@ -29,9 +29,10 @@ LayerNorm vs RMSNorm, norms per layer, q/k norms, tying); ``FAMILIES`` records t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from observatory.core.config_dialects import (
     WIDTH_KEYS,
@@ -304,7 +305,7 @@ class _Counter:
     def _layer(self, i: int, kind: str, moe: bool) -> None:
         h = self.hidden
         block_only = self.family_name == "nemotron_h"  # one job per block: mixer, attention, MLP or MoE
-        if kind in ("full", "sliding", "chunked", "cross"):
+        if kind in ("full", "sliding", "chunked", "cross") or (kind == "shared" and self.family_name == "gemma4_text"):
             self.add("attention", self._attention(i))
             if kind == "cross":
                 self._note("cross-attention layers counted as self-attention layers")
@@ -345,6 +346,8 @@ class _Counter:
             return self._mla()
         if g.k_equals_v:
             return self._shared_kv_attention(i)
+        if self.family_name == "gemma4_text":
+            return self._gemma4_attention(i)
         heads = g.query_heads_per_layer[i] if g.query_heads_per_layer else g.num_query_heads
         kv = g.kv_heads_per_layer[i] if g.kv_heads_per_layer else g.num_kv_heads
         d, vd = g.head_dim, g.v_head_dim or g.head_dim
@@ -361,6 +364,26 @@ class _Counter:
             n += q + k
         if self.family_name == "gpt_oss":
             n += heads  # attention sinks: one learned logit per head
+        return n
+
+    def _gemma4_attention(self, i: int) -> int:
+        """Gemma-4 (``Gemma4TextAttention``): full layers size q/k/o at ``global_head_dim`` and, with
+        ``attention_k_eq_v``, keep no v projection (K serves as V); the last ``num_kv_shared_layers``
+        layers reuse an earlier layer's cache and hold only q, its norm and o. q and k carry a norm of
+        one head dim each (the v norm has no weight)."""
+        g, h = self.geom, self.hidden
+        heads = g.num_query_heads
+        types = self.sec.raw("layer_types")
+        # The geometry marks KV-shared layers "shared"; their weights follow the declared layer type.
+        full = (types[i] == "full_attention" if isinstance(types, list) and i < len(types)
+                else g.layer_kinds[i] == "full")
+        d = (self.int_of(("global_head_dim",)) or g.head_dim) if full else g.head_dim
+        kv = g.kv_heads_per_layer[i] if g.kv_heads_per_layer else g.num_kv_heads
+        bias = self.flag("attention_bias", False)
+        n = (h + bias) * heads * d + d + heads * d * h + bias * h  # q, q_norm, o
+        if g.layer_kinds[i] != "shared":
+            k_eq_v = self.flag("attention_k_eq_v", False) and full
+            n += (1 if k_eq_v else 2) * (h + bias) * kv * d + d  # k (and v), k_norm
         return n
 
     def _shared_kv_attention(self, i: int) -> int:
@@ -530,6 +553,12 @@ class _Counter:
             self.add("mlp", self._dense_mlp(self._ffn_width() * (2 if wide else 1)))
             return
         h = self.hidden
+        if self.family_name == "gemma4_text":
+            # Gemma-4's MoE block runs beside the dense MLP, not instead of it (Gemma4TextDecoderLayer:
+            # mlp, router, experts, three more norms); its router holds a scale per width and per expert.
+            self.add("mlp", self._dense_mlp(self._ffn_width()))
+            self.add("norms", 3 * h)
+            self.add("router", h + self.experts)
         experts, top_k, width = self.experts, self.top_k, self.expert_width
         gpt_oss = self.family_name == "gpt_oss"
         projections = 3 if self.fam.gated else 2
@@ -737,7 +766,7 @@ def _vision_tower(vision: dict, text: int, cfg: dict) -> int:
     positions = first(vision, ("num_position_embeddings", "num_patches"))
     image = first(vision, ("image_size",))
     if positions is None and image and kind.startswith(("siglip", "clip", "llama4")):
-        positions = (image // patch) ** 2 + (kind.startswith("llama4") or kind.startswith("clip"))
+        positions = (image // patch) ** 2 + kind.startswith(("llama4", "clip"))
     n += (positions or 0) * width
     merge = first(vision, ("spatial_merge_size",)) or first(cfg, ("spatial_merge_size", "downsample_factor"))
     ratio = vision.get("pixel_shuffle_ratio")
