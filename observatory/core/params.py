@@ -162,6 +162,9 @@ FAMILIES: dict[str, Family] = {
     "persimmon": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False),
     "fuyu": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False),
     "xglm": Family(layer_norm=True, qkv_bias=True, o_bias=True, mlp_bias=True, gated=False, tied=True),
+    # Encoders built like decoders: ModernBERT's LayerNorms lose their bias with norm_bias false; its
+    # fused Wi is GeGLU (gated). EuroBERT is Llama-shaped.
+    "modernbert": Family(layer_norm=True, tied=True), "eurobert": Family(),
 }
 # Pure state-space models: every block is a Mamba mixer, with no MLP beside it.
 NO_MLP = frozenset({"mamba", "mamba2", "falcon_mamba"})
@@ -236,7 +239,7 @@ class _Counter:
             self.parts[part] = self.parts.get(part, 0) + n
 
     def norm(self, width: int) -> int:
-        return width * (2 if self.layer_norm else 1)
+        return width * (2 if self.layer_norm and self.flag("norm_bias", True) else 1)
 
     # -- the model ----------------------------------------------------------------------------
     def count(self) -> None:
@@ -255,6 +258,9 @@ class _Counter:
             return
         if self.family_name in T5_FAMILIES:
             self._t5()
+            return
+        if self.geom.encoder_only:
+            self._modern_encoder()
             return
         if self.cfg.get("is_encoder_decoder") is True:
             raise GeometryError(f"encoder-decoder family {self.family_name or 'unknown'} is not estimated")
@@ -305,7 +311,7 @@ class _Counter:
     def _layer(self, i: int, kind: str, moe: bool) -> None:
         h = self.hidden
         block_only = self.family_name == "nemotron_h"  # one job per block: mixer, attention, MLP or MoE
-        if kind in ("full", "sliding", "chunked", "cross") or (kind == "shared" and self.family_name == "gemma4_text"):
+        if kind in ("full", "sliding", "chunked", "cross", "encoder") or (kind == "shared" and self.family_name == "gemma4_text"):
             self.add("attention", self._attention(i))
             if kind == "cross":
                 self._note("cross-attention layers counted as self-attention layers")
@@ -655,6 +661,22 @@ class _Counter:
         self.add("norms", g.num_layers * 4 * h)
         self.add("pooler", h * h + h)
         self.warnings.append("encoder-only model: the pooler is counted, task heads (MLM, classifier) are not")
+
+    def _modern_encoder(self) -> None:
+        """Encoder-only models built like decoders (ModernBERT, EuroBERT and kin): a token embedding,
+        attention and MLP layers counted as a decoder's are, and no position table (RoPE). As for BERT,
+        the task heads (MLM decoder, classifier) vary by checkpoint and are not counted, so neither is an
+        output head: EuroBERT's untied MLM head once added a third to its count."""
+        h = self.hidden
+        self.add("embeddings", self.vocab * h)
+        if self.family_name == "modernbert":
+            self.add("norms", self.norm(h))  # the embedding LayerNorm
+        for i, kind in enumerate(self.geom.layer_kinds):
+            self._layer(i, kind, False)
+        if self.family_name == "modernbert":
+            self.add("norms", -self.norm(h))  # layer 0 has no attention norm (nn.Identity)
+        self.add("norms", self.norm(h))  # the final norm
+        self.warnings.append("encoder-only model: task heads (MLM, classifier) are not counted")
 
     def _t5(self) -> None:
         """T5: a shared embedding, an encoder and a decoder of RMS-normed layers without biases,
