@@ -88,6 +88,13 @@ UNMODELLED = {"hc_mult": "hyper-connections", "o_lora_rank": "low-rank output pr
               "num_hash_layers": "hash-routed layers"}
 MODELLED_WITH_K_EQUALS_V = ("o_lora_rank", "index_n_heads", "compress_ratios", "num_hash_layers")
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "_num_mtp_layers")
+# Guards against keys read as experts that size something else (product-key memories, PEER's single-neuron
+# experts, a count of expert slots): a figure from them is wrong by orders of magnitude ("412B for a 55M
+# model": 16,384 "experts" sized at the dense width 2,048 over 8 layers of width 512), so none is given.
+# The largest mixtures the estimator sizes stay well inside both: Kimi-K3's 896 experts, its routed
+# widths 384 times the model width.
+MAX_EXPERTS = 4096  # Switch-C, the most experts of a published model, has 2,048
+MAX_EXPERT_WIDTH_PER_HIDDEN = 2048  # experts x expert width, per unit of model width, in one layer
 
 
 @dataclass(frozen=True)
@@ -600,6 +607,18 @@ class _Counter:
         if shared:
             self.add("shared_experts", projections * h * shared + (h if self.shared_gate else 0))
 
+    def _guard_experts(self, experts: int, width: int) -> None:
+        """Refuse (no figure rather than a wrong one) when the expert count or the experts' combined width
+        is beyond what any mixture of this model's width holds."""
+        if experts > MAX_EXPERTS:
+            raise GeometryError(f"{experts:,} experts is more than any published mixture holds (at most"
+                                f" {MAX_EXPERTS:,} sized); the key does not count experts of an MLP's shape")
+        if experts * width > MAX_EXPERT_WIDTH_PER_HIDDEN * self.hidden:
+            raise GeometryError(f"{experts:,} experts of width {width:,} would hold"
+                                f" {experts * width // self.hidden:,}x the model width {self.hidden:,} per layer"
+                                f" (at most {MAX_EXPERT_WIDTH_PER_HIDDEN:,}x sized); the expert keys do not"
+                                " describe experts of an MLP's shape")
+
     def _moe_layers(self, n_layers: int) -> set[int]:
         """Which layers route to experts, and the expert shapes; empty for a dense model."""
         sec = self.sec
@@ -622,6 +641,7 @@ class _Counter:
             raise GeometryError("mixture-of-experts config without an expert width (moe_intermediate_size or"
                                 " intermediate_size)")
         self.expert_width = width
+        self._guard_experts(experts, width)
         shared_count = self.int_of(("n_shared_experts", "num_shared_experts"), lo=0) or 0
         self.shared_gate = False
         if sec.raw("shared_expert_intermediate_size") is not None:

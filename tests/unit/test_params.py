@@ -366,3 +366,42 @@ def test_gemma4_moe_keeps_the_dense_mlp_active():
     est = estimate("google__gemma-4-26B-A4B.json")
     assert est.is_moe and est.breakdown["mlp"] > 0
     assert est.total - est.active > est.breakdown["experts"] * 0.9  # 8 of 128 experts run per token
+
+
+def tiny_moe(**moe) -> dict:
+    """A 55M-parameter Llama-shaped model (width 512, 8 layers, 42k vocabulary, tied) with expert keys added."""
+    return {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 512,
+            "intermediate_size": 2048, "num_hidden_layers": 8, "num_attention_heads": 8, "num_key_value_heads": 8,
+            "vocab_size": 42000, "tie_word_embeddings": True, **moe}
+
+
+def test_expert_keys_that_would_explode_the_count_give_no_figure():
+    # Issue 20: "412B for a 55M model". 16,384 "experts" sized at the dense width 2,048 would be
+    # 8 * 16,384 * 3 * 512 * 2,048 = 412B of experts; the guard refuses instead of guessing.
+    dense = estimate_parameters(tiny_moe())
+    assert 50e6 < dense.total < 60e6
+    with pytest.raises(GeometryError, match="16,384 experts is more than any published mixture"):
+        estimate_parameters(tiny_moe(num_experts=16384, num_experts_per_tok=8))
+    with pytest.raises(GeometryError, match="1,024 experts of width 2,048 would hold 4,096x the model width"):
+        estimate_parameters(tiny_moe(num_local_experts=1024, num_experts_per_tok=2))
+    # A mixture of this width stays sized: 64 experts of width 2,048 (256x the model width)
+    est = estimate_parameters(tiny_moe(num_local_experts=64, num_experts_per_tok=2))
+    assert est.is_moe and est.breakdown["experts"] == 8 * 64 * 3 * 512 * 2048
+
+
+def test_the_expert_guard_leaves_every_bundled_mixture_sized():
+    from observatory.core import params
+
+    widest = 0
+    for path in sorted(CONFIG_DIR.glob("*.json")):
+        cfg = json.loads(path.read_text())
+        try:
+            geom = params.parse_geometry(cfg)
+            counter = params._Counter(cfg, geom)
+            counter.count()
+        except ConfigError as exc:
+            assert "published mixture" not in str(exc) and "would hold" not in str(exc), (path.name, exc)
+            continue
+        if counter.experts:
+            widest = max(widest, counter.experts * counter.expert_width / counter.hidden)
+    assert 300 < widest < params.MAX_EXPERT_WIDTH_PER_HIDDEN / 4  # Kimi-K3's 384x: the guard has room
