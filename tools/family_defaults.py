@@ -79,6 +79,46 @@ def table() -> dict[str, dict]:
     return out
 
 
+# The keys of a vision_config the tower estimate reads (observatory/core/params.py, _vision_tower).
+VISION_KEYS = ("hidden_size", "embed_dim", "num_hidden_layers", "depth", "intermediate_size", "num_attention_heads",
+               "num_heads", "num_key_value_heads", "patch_size", "spatial_patch_size", "temporal_patch_size",
+               "num_channels", "in_channels", "image_size", "spatial_merge_size", "out_hidden_size", "hidden_act")
+CONFIG_DIR = ROOT / "observatory" / "catalog" / "data" / "configs"
+
+
+def vision_table() -> dict[str, dict]:
+    """Per wrapper model_type with a vision_config in the bundled configs (and per tower model_type with
+    a class of its own): the vision config class's defaults for the keys the tower estimate reads, which
+    a checkpoint's config may leave out."""
+    import json
+
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    wrappers, towers = set(), set()
+    for path in CONFIG_DIR.glob("*.json"):
+        raw = json.loads(path.read_text())
+        vision = raw.get("vision_config")
+        if isinstance(vision, dict) and raw.get("model_type") in CONFIG_MAPPING:
+            wrappers.add(raw["model_type"])
+        if isinstance(vision, dict) and vision.get("model_type") in CONFIG_MAPPING:
+            towers.add(vision["model_type"])  # a tower class of its own (Pixtral's, Idefics3's) under AutoConfig
+    classes = {}
+    for wrapper in sorted(wrappers):
+        cls = getattr(CONFIG_MAPPING[wrapper], "sub_configs", {}).get("vision_config")
+        if isinstance(cls, type) and cls.__name__ != "AutoConfig":
+            classes[wrapper] = cls
+    for tower in sorted(towers - set(classes)):
+        classes[tower] = CONFIG_MAPPING[tower]
+    out = {}
+    for key, cls in sorted(classes.items()):
+        config = cls()
+        values = {k: getattr(config, k) for k in VISION_KEYS if isinstance(getattr(config, k, None), (int, str))
+                  and not isinstance(getattr(config, k), bool)}
+        values["model_type"] = config.model_type
+        out[key] = values
+    return out
+
+
 def render(rows: dict[str, dict]) -> str:
     import transformers
 
@@ -90,6 +130,11 @@ def render(rows: dict[str, dict]) -> str:
              "FAMILY_DEFAULTS: dict[str, dict[str, bool | None]] = {"]
     for model_type, row in sorted(rows.items()):
         lines.append(f'    "{model_type}": {{"tied": {row["tied"]}, "gated": {row["gated"]}}},')
+    lines.append("}")
+    lines += ["", "# Per wrapper (or tower) model_type: its vision config class's defaults for the keys the tower estimate reads.",
+              "VISION_DEFAULTS: dict[str, dict[str, int | str]] = {"]
+    for wrapper, values in vision_table().items():
+        lines.append(f'    "{wrapper}": {values!r},')
     lines.append("}")
     return "\n".join(lines) + "\n"
 

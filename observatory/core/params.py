@@ -43,7 +43,7 @@ from observatory.core.config_dialects import (
     select_section,
     to_int,
 )
-from observatory.core.family_defaults import FAMILY_DEFAULTS
+from observatory.core.family_defaults import FAMILY_DEFAULTS, VISION_DEFAULTS
 from observatory.core.geometry import Geometry, parse_geometry
 
 __all__ = ["BREAKDOWN_KEYS", "LANGUAGE_MODEL_ONLY", "WHOLE_CHECKPOINT", "ParameterEstimate", "estimate_parameters"]
@@ -765,7 +765,18 @@ class _Counter:
                                      " model only")
             return
         try:
-            n = _vision_tower(vision, self.hidden, self.cfg)
+            try:
+                n = _vision_tower(vision, self.hidden, self.cfg)
+            except GeometryError:
+                # The checkpoint leaves the tower's sizes to its config class (SmolVLM, Qwen2.5-VL, Pixtral):
+                # fill what it leaves out with that class's defaults, as transformers does when it builds it.
+                defaults = VISION_DEFAULTS.get(str(vision.get("model_type") or "")) or VISION_DEFAULTS.get(
+                    str(self.cfg.get("model_type") or ""))
+                if not defaults:
+                    raise
+                n = _vision_tower({**defaults, **vision}, self.hidden, self.cfg)
+                self.warnings.append("vision tower sized partly from its config class's defaults"
+                                     f" ({defaults['model_type']})")
         except GeometryError as exc:
             self.warnings.append(f"vision tower not counted: {exc}")
             return

@@ -337,7 +337,9 @@ def test_deepseek_v4_attention_is_its_own_low_rank_shape():
 @pytest.mark.parametrize(("name", "uncounted"), [
     ("eustlb__csm-1b.json", ("codec_config", "depth_decoder_config")),  # Mimi codec, per-frame depth decoder
     ("Qwen__Qwen2.5-Omni-7B.json", ("talker_config", "token2wav_config")),  # the thinker is counted, not the voice
-    ("rhymes-ai__Aria.json", ("vision_config",)),  # projector_patch_to_query_dict is a settings table
+    # Aria: projector_patch_to_query_dict is a settings table; its vision tower leaves its width to Idefics3's
+    # vision config class, whose default (1,152) now sizes it
+    ("rhymes-ai__Aria.json", ()),
     ("Qwen__Qwen2-Audio-7B.json", ()),  # its audio encoder is counted
     ("Qwen__Qwen2.5-7B-Instruct.json", ()),
 ])
