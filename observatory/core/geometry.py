@@ -112,7 +112,7 @@ __all__ = ["PARSER_VERSION", "ConfigError", "GeometryError", "Geometry", "MLAGeo
            "parse_config_text", "parse_geometry"]
 
 # Bump when a rule changes what a config derives to; stored geometries with a lower version are re-derived.
-PARSER_VERSION = 8  # 3: parameter estimates checked against transformers (stored with the geometry); 4: Jamba experts; 5: GPT-Neo, CodeGen, CTRL, MiniMax-M3, early Falcon, GPT-1, dense Granite-4.0-H estimates; 6: kv_tp_max (how far the KV heads shard); 7: Qwen2-Audio's audio encoder; 8: DeepSeek-V4's shared K = V cache and attention parameters, Kimi's linear_attn_config, Moonshine's prefixed keys, CSM's backbone, cross-attention KV heads (issue 20)
+PARSER_VERSION = 9  # 3: parameter estimates checked against transformers (stored with the geometry); 4: Jamba experts; 5: GPT-Neo, CodeGen, CTRL, MiniMax-M3, early Falcon, GPT-1, dense Granite-4.0-H estimates; 6: kv_tp_max (how far the KV heads shard); 7: Qwen2-Audio's audio encoder; 8: DeepSeek-V4's shared K = V cache and attention parameters, Kimi's linear_attn_config, Moonshine's prefixed keys, CSM's backbone, cross-attention KV heads (issue 20); 9: Gemma-4 attention and MoE block, encoders (ModernBERT, EuroBERT) with attention and no head, family defaults from transformers, the expert guard (issue 20 item 4)
 
 MAX_CONFIG_CHARS = 4_000_000  # real config.json files are a few KB
 

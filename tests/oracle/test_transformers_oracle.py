@@ -70,9 +70,6 @@ ATTENTION_FREE_TYPES = {"rwkv", "mamba", "mamba2", "falcon_mamba"}
 PARAMETER_DIFFERENCES = {
     "facebook__opt-1.3b.json": (+1, "transformers 5 builds OPTConfig's 768-wide default from this d_model"
                                     " revision (see DIFFERENCES); our count follows the file"),
-    "google__gemma-4-E2B-it.json": (-1, "transformers builds k/v projections for the KV-shared layers, which"
-                                        " read an earlier layer's cache; we count what the layer uses"),
-    "google__gemma-4-E4B.json": (-1, "as gemma-4-E2B"),
     "eustlb__csm-1b.json": (-1, ("transformers builds CSM whole: beside the backbone we count, the text embeddings,"
                                  " the depth decoder and its codebook heads, and the Mimi codec")),
     "nvidia__Nemotron-H-4B-Base-8K.json": (-1, "its Mamba mixers (5 % under) are estimated from the standard"
