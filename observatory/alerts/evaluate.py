@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, date, datetime
 from urllib.parse import quote, urlencode
 
 import sqlalchemy as sa
@@ -38,12 +38,19 @@ from observatory.alerts.tables import (
     new_id,
 )
 from observatory.alerts.webhooks import event_payload
-from observatory.core.trends import TrendRow
+from observatory.core.trends import TrendRow, next_period, trend_series
 from observatory.settings import Settings
 from observatory.store.db import read_session, session_scope
 from observatory.store.oracle_tables import OracleCheck
+from observatory.store.queries.trends import read_trends
 from observatory.store.tables import ConfigRevision, GeometryRow, HubModel, utcnow
-from observatory.store.trends import Population, load_trend_rows
+from observatory.store.trends import (
+    Population,
+    last_refresh,
+    load_trend_columns,
+    load_trend_rows,
+    trend_rows_query,
+)
 
 TREND_KINDS = ("median_g_shift", "kind_share", "g_over_16_share", "tp8_fill_share")
 log = logging.getLogger(__name__)
@@ -102,13 +109,52 @@ def load_dialect_rows(session: Session) -> list[R.DialectRow]:
     ]
 
 
+class _PeriodRows:
+    """One population's models of one period at a time, read from the store when a trend rule
+    asks for them (``groups`` of ``rules.judge_trend_points``): only the judged period's."""
+
+    def __init__(self, session: Session, population: Population, period: str):
+        self.session, self.population, self.period = session, population, period
+        self._rows: dict[date, list[TrendRow]] = {}
+
+    def get(self, start: date, default=None) -> list[TrendRow]:
+        if start not in self._rows:
+            created = HubModel.__table__.c.created_at
+            lo, hi = (datetime(d.year, d.month, d.day, tzinfo=UTC) for d in (start, next_period(start, self.period)))
+            query = trend_rows_query(self.population).where(created >= lo, created < hi)
+            self._rows[start] = [TrendRow(*row) for row in self.session.execute(query)]
+        return self._rows[start] or (default if default is not None else [])
+
+
 class _Inputs:
-    """Rows loaded once per evaluation and shared by every rule over the same population."""
+    """What the rules read, loaded once per evaluation and shared by the rules that need it.
+
+    Trend rules read their series, not the models: the precomputed points when the trends are
+    up to date (the crawl refreshes them before evaluating), else the series aggregated from the
+    population's columns; and the models of the one period they judge. Memory follows the
+    number of periods, not of models."""
 
     def __init__(self, session: Session):
         self.session = session
         self._trend: dict[str, list[TrendRow]] = {}
+        self._series: dict[tuple[str, str, str], list] = {}
         self._dialect: list[R.DialectRow] | None = None
+        refreshed, changed = last_refresh(session.connection())
+        self.fresh = refreshed is not None and (changed is None or changed <= refreshed)
+
+    def trend_points(self, spec: R.RuleSpec) -> list:
+        population, period, weighting = spec.population, spec.params["period"], spec.params["weighting"]
+        key = (population.key, period, weighting)
+        if key not in self._series:
+            if self.fresh and population.precomputed:
+                points = read_trends(self.session, population, period, weighting).points
+            else:
+                points = trend_series(load_trend_columns(self.session, population), period, (weighting,))[weighting]
+            self._series[key] = points
+        return self._series[key]
+
+    def period_rows(self, spec: R.RuleSpec) -> _PeriodRows:
+        return _PeriodRows(self.session, spec.population, spec.params["period"])
 
     def trend_rows(self, population: Population) -> list[TrendRow]:
         if population.key not in self._trend:
@@ -121,15 +167,18 @@ class _Inputs:
         return R.population_filter(population, self._dialect)
 
 
-def rows_for(spec: R.RuleSpec, inputs: _Inputs) -> list:
+def has_data(spec: R.RuleSpec, inputs: _Inputs) -> bool:
+    """Whether the rule saw any model (a series has a point exactly when a model is dated)."""
     if spec.kind == "new_dialect":
-        return inputs.dialect_rows(spec.population)
-    return inputs.trend_rows(spec.population)
+        return bool(inputs.dialect_rows(spec.population))
+    if spec.kind in TREND_KINDS:
+        return bool(inputs.trend_points(spec))
+    return bool(inputs.trend_rows(spec.population))
 
 
 def judge(spec: R.RuleSpec, inputs: _Inputs) -> R.RuleResult:
     if spec.kind in TREND_KINDS:
-        return R.evaluate_trend_rule(spec, inputs.trend_rows(spec.population))
+        return R.judge_trend_points(spec, inputs.trend_points(spec), inputs.period_rows(spec))
     if spec.kind == "release_changed":
         return R.evaluate_release_rule(spec, inputs.trend_rows(spec.population))
     return R.evaluate_dialect_rule(spec, inputs.dialect_rows(spec.population))
@@ -262,7 +311,7 @@ def evaluate(engine: Engine, settings: Settings, *, now: datetime | None = None,
             _evaluate_rule(session, settings, rule, inputs, now, crawl_run_id, report)
             # A rule counts as evaluated once it has seen data: one-shot rules absorb the first
             # data they see as history, even if an evaluation on an empty store came before.
-            if rows_for(spec_of(rule), inputs):
+            if has_data(spec_of(rule), inputs):
                 rule.last_evaluated_at = now
         report.deliveries += _catch_up(session, settings, now)
     return report

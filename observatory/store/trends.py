@@ -252,7 +252,7 @@ def refresh_derivative_stats(session: Session, computed_at: datetime) -> set[str
     return changed
 
 
-def _last_refresh(conn: Connection) -> tuple[datetime | None, datetime | None]:
+def last_refresh(conn: Connection) -> tuple[datetime | None, datetime | None]:
     """(when the trends were last computed, when the store last changed); None where never."""
     refreshed = conn.execute(sa.select(sa.func.max(TrendPointRow.__table__.c.computed_at))).scalar()
     changed = [
@@ -267,7 +267,7 @@ def _last_refresh(conn: Connection) -> tuple[datetime | None, datetime | None]:
 def trends_stale(engine: Engine) -> bool:
     """True when a model or geometry changed after the last refresh (or none ran yet)."""
     with read_only(engine).connect() as conn:  # every worker asks at start-up: never take the write lock
-        refreshed, changed = _last_refresh(conn)
+        refreshed, changed = last_refresh(conn)
     if changed is None:
         return False  # empty store: nothing to aggregate
     return refreshed is None or changed > refreshed
@@ -277,7 +277,7 @@ def ensure_trends(engine: Engine) -> RefreshReport | None:
     """Bring the precomputed series up to date if the store changed since they were written:
     the whole of them the first time, afterwards only the periods that changed."""
     with read_only(engine).connect() as conn:
-        refreshed, changed = _last_refresh(conn)
+        refreshed, changed = last_refresh(conn)
     if changed is None or (refreshed is not None and changed <= refreshed):
         return None
     return refresh_trends(engine) if refreshed is None else refresh_trends_since(engine, refreshed)
