@@ -299,16 +299,25 @@ def touched_days(conn: Connection, since: datetime, bases: Iterable[str] = ()) -
     models in ``bases`` (their family downloads changed). A model whose ``created_at`` itself
     moved leaves its old period to the next full refresh (the Hub's createdAt does not move)."""
     o = OracleCheck.__table__.c
-    day = sa.select(sa.func.date(_M.created_at)).select_from(HubModel.__table__).where(
-        dated_so_far(_M.created_at)).distinct()
+    # Each read starts from its change stamp's index and reaches the model by primary key: a
+    # filter on created_at here would lead SQLite to walk every model by the created_at index.
+    created = sa.select(_M.created_at).select_from(HubModel.__table__)
     queries = [
-        day.where(_M.updated_at > since),
-        day.join(GeometryRow.__table__, _G.revision_id == _M.current_revision_id).where(_G.derived_at > since),
-        day.join(OracleCheck.__table__, o.revision_id == _M.current_revision_id).where(o.checked_at > since),
-        *(day.where(_M.id.in_(batch)) for batch in batches(bases)),
+        created.where(_M.updated_at > since),
+        created.join(GeometryRow.__table__, sa.and_(_M.id == _G.model_id, _M.current_revision_id == _G.revision_id))
+        .where(_G.derived_at > since),
+        created.join(OracleCheck.__table__, sa.and_(_M.id == o.model_id, _M.current_revision_id == o.revision_id))
+        .where(o.checked_at > since),
+        *(created.where(_M.id.in_(batch)) for batch in batches(bases)),
     ]
-    days = {d for query in queries for d in conn.execute(query).scalars()}
+    now = utcnow()
+    days = {_utc(when).date() for query in queries for when in conn.execute(query).scalars()
+            if when is not None and _utc(when) <= now}  # dated so far, as the trends count them
     return set(day_ordinals(sorted(days)).tolist()) if days else set()
+
+
+def _utc(when: datetime) -> datetime:
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)  # SQLite drops the offset
 
 
 def _period_batches(codes: Iterable[int], period: str) -> Iterator[list[int]]:
