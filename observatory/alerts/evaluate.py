@@ -40,12 +40,13 @@ from observatory.alerts.tables import (
 from observatory.alerts.webhooks import event_payload
 from observatory.core.trends import TrendRow, next_period, trend_series
 from observatory.settings import Settings
-from observatory.store.db import read_session, session_scope
+from observatory.store.db import batches, read_session, session_scope
 from observatory.store.oracle_tables import OracleCheck
 from observatory.store.queries.trends import read_trends
 from observatory.store.tables import ConfigRevision, GeometryRow, HubModel, utcnow
 from observatory.store.trends import (
     Population,
+    changed_since,
     last_refresh,
     load_trend_columns,
     load_trend_rows,
@@ -87,8 +88,16 @@ def spec_of(rule: AlertRule) -> R.RuleSpec:
     return R.make_rule(rule.kind, rule.params, rule.population)
 
 
-def load_dialect_rows(session: Session) -> list[R.DialectRow]:
-    """Every model's current config as the dialect rule sees it (parse failures included)."""
+def load_dialect_rows(session: Session, since: datetime | None = None) -> list[R.DialectRow]:
+    """Every model's current config as the dialect rule sees it (parse failures included); with
+    ``since``, only the models that changed after it (``store.trends.changed_since``)."""
+    if since is not None:
+        changed = sorted(set(changed_since(session, since)))
+        return [row for batch in batches(changed) for row in _dialect_rows(session, HubModel.id.in_(batch))]
+    return _dialect_rows(session, sa.true())
+
+
+def _dialect_rows(session: Session, where) -> list[R.DialectRow]:
     m, r, g = HubModel.__table__.c, ConfigRevision.__table__.c, GeometryRow.__table__.c
     o = OracleCheck.__table__.c
     query = (
@@ -98,6 +107,7 @@ def load_dialect_rows(session: Session) -> list[R.DialectRow]:
         .join(ConfigRevision.__table__, r.id == m.current_revision_id)
         .outerjoin(GeometryRow.__table__, g.revision_id == r.id)
         .outerjoin(OracleCheck.__table__, sa.and_(o.revision_id == r.id, o.status == "disagree"))
+        .where(where)
     )
     return [
         R.DialectRow(model_id=row[0], author=row[1], model_type=row[2], downloads=row[3],
@@ -139,6 +149,7 @@ class _Inputs:
         self._trend: dict[str, list[TrendRow]] = {}
         self._series: dict[tuple[str, str, str], list] = {}
         self._dialect: list[R.DialectRow] | None = None
+        self._dialect_since: dict[datetime, list[R.DialectRow]] = {}
         refreshed, changed = last_refresh(session.connection())
         self.fresh = refreshed is not None and (changed is None or changed <= refreshed)
 
@@ -161,27 +172,37 @@ class _Inputs:
             self._trend[population.key] = load_trend_rows(self.session, population)
         return self._trend[population.key]
 
-    def dialect_rows(self, population: Population) -> list[R.DialectRow]:
+    def dialect_rows(self, population: Population, since: datetime | None = None) -> list[R.DialectRow]:
+        """The population's dialect rows; with ``since`` (the rule's last evaluation), only those
+        of models that changed after it. The rule is one-shot: a finding it made before is
+        already an alert, and a new one (a kind, a layer type, a failure first seen) can only
+        come from a model that changed, so judging those alone fires exactly what judging every
+        model would."""
+        if since is not None:
+            if since not in self._dialect_since:
+                self._dialect_since[since] = load_dialect_rows(self.session, since)
+            return R.population_filter(population, self._dialect_since[since])
         if self._dialect is None:
             self._dialect = load_dialect_rows(self.session)
         return R.population_filter(population, self._dialect)
 
 
-def has_data(spec: R.RuleSpec, inputs: _Inputs) -> bool:
+def has_data(spec: R.RuleSpec, inputs: _Inputs, since: datetime | None = None) -> bool:
     """Whether the rule saw any model (a series has a point exactly when a model is dated)."""
     if spec.kind == "new_dialect":
-        return bool(inputs.dialect_rows(spec.population))
+        return bool(inputs.dialect_rows(spec.population, since))
     if spec.kind in TREND_KINDS:
         return bool(inputs.trend_points(spec))
     return bool(inputs.trend_rows(spec.population))
 
 
-def judge(spec: R.RuleSpec, inputs: _Inputs) -> R.RuleResult:
+def judge(spec: R.RuleSpec, inputs: _Inputs, since: datetime | None = None) -> R.RuleResult:
+    """``since``: the rule's last evaluation, for the dialect rule's incremental reading."""
     if spec.kind in TREND_KINDS:
         return R.judge_trend_points(spec, inputs.trend_points(spec), inputs.period_rows(spec))
     if spec.kind == "release_changed":
         return R.evaluate_release_rule(spec, inputs.trend_rows(spec.population))
-    return R.evaluate_dialect_rule(spec, inputs.dialect_rows(spec.population))
+    return R.evaluate_dialect_rule(spec, inputs.dialect_rows(spec.population, since))
 
 
 # ---- links and payloads -----------------------------------------------------------------------
@@ -308,18 +329,19 @@ def evaluate(engine: Engine, settings: Settings, *, now: datetime | None = None,
         inputs = _Inputs(session)
         for rule in rules:
             report.rules += 1
-            _evaluate_rule(session, settings, rule, inputs, now, crawl_run_id, report)
+            since = rule.last_evaluated_at
+            _evaluate_rule(session, settings, rule, inputs, now, crawl_run_id, report, since)
             # A rule counts as evaluated once it has seen data: one-shot rules absorb the first
             # data they see as history, even if an evaluation on an empty store came before.
-            if has_data(spec_of(rule), inputs):
+            if has_data(spec_of(rule), inputs, since):
                 rule.last_evaluated_at = now
         report.deliveries += _catch_up(session, settings, now)
     return report
 
 
-def _evaluate_rule(session, settings, rule, inputs, now, crawl_run_id, report) -> None:
+def _evaluate_rule(session, settings, rule, inputs, now, crawl_run_id, report, since=None) -> None:
     spec = spec_of(rule)
-    result = judge(spec, inputs)
+    result = judge(spec, inputs, since)
     first_time = rule.last_evaluated_at is None
     existing = {a.fingerprint: a for a in session.exec(select(Alert).where(Alert.rule_id == rule.id))}
     findings = {R.fingerprint(rule.rule_key, f.labels): f for f in result.findings}

@@ -298,22 +298,29 @@ def touched_days(conn: Connection, since: datetime, bases: Iterable[str] = ()) -
     model written, its current geometry derived or its verdict given since then, and the base
     models in ``bases`` (their family downloads changed). A model whose ``created_at`` itself
     moved leaves its old period to the next full refresh (the Hub's createdAt does not move)."""
-    o = OracleCheck.__table__.c
-    # Each read starts from its change stamp's index and reaches the model by primary key: a
-    # filter on created_at here would lead SQLite to walk every model by the created_at index.
-    created = sa.select(_M.created_at).select_from(HubModel.__table__)
-    queries = [
-        created.where(_M.updated_at > since),
-        created.join(GeometryRow.__table__, sa.and_(_M.id == _G.model_id, _M.current_revision_id == _G.revision_id))
-        .where(_G.derived_at > since),
-        created.join(OracleCheck.__table__, sa.and_(_M.id == o.model_id, _M.current_revision_id == o.revision_id))
-        .where(o.checked_at > since),
-        *(created.where(_M.id.in_(batch)) for batch in batches(bases)),
-    ]
     now = utcnow()
-    days = {_utc(when).date() for query in queries for when in conn.execute(query).scalars()
+    days = {_utc(when).date() for when in changed_since(conn, since, _M.created_at, bases)
             if when is not None and _utc(when) <= now}  # dated so far, as the trends count them
     return set(day_ordinals(sorted(days)).tolist()) if days else set()
+
+
+def changed_since(conn: Connection | Session, since: datetime, column=_M.id, ids: Iterable[str] = ()) -> Iterator:
+    """``column`` of each model written, whose current geometry was derived or whose verdict was
+    given after ``since``, and of the models in ``ids`` (repeats possible). Each read starts from
+    its change stamp's index and reaches the model by primary key: a filter on created_at here
+    would lead SQLite to walk every model by the created_at index."""
+    o = OracleCheck.__table__.c
+    select = sa.select(column).select_from(HubModel.__table__)
+    queries = [
+        select.where(_M.updated_at > since),
+        select.join(GeometryRow.__table__, sa.and_(_M.id == _G.model_id, _M.current_revision_id == _G.revision_id))
+        .where(_G.derived_at > since),
+        select.join(OracleCheck.__table__, sa.and_(_M.id == o.model_id, _M.current_revision_id == o.revision_id))
+        .where(o.checked_at > since),
+        *(select.where(_M.id.in_(batch)) for batch in batches(ids)),
+    ]
+    for query in queries:
+        yield from conn.execute(query).scalars()
 
 
 def _utc(when: datetime) -> datetime:

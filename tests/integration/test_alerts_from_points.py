@@ -4,10 +4,11 @@ of judging them on every model of the population, as evaluation did before (issu
 from __future__ import annotations
 
 from api_testdata import Spec, add_model
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from observatory.alerts import rules as R
-from observatory.alerts.evaluate import _Inputs, evaluate
+from observatory.alerts.evaluate import _Inputs, evaluate, load_dialect_rows, spec_of
+from observatory.alerts.tables import Alert, AlertRule
 from observatory.core.trends import THIN_N
 from observatory.settings import Settings
 from observatory.store.trends import ensure_trends, load_trend_rows
@@ -64,3 +65,25 @@ def test_trend_rules_judge_the_same_from_points_as_from_rows(engine, tmp_path):
     month(engine, 4, ["g4"] * (THIN_N + 1))
     ensure_trends(engine)
     judged_both_ways(engine)
+
+
+def test_the_dialect_rule_reads_only_what_changed_and_fires_what_a_full_reading_would(engine, tmp_path):
+
+    month(engine, 1, ["g4"] * 6 + ["mha"] * 3)
+    settings = Settings(data_dir=tmp_path, database_url=str(engine.url))
+    first = evaluate(engine, settings)
+    assert first.absorbed >= 2 and not first.fired  # history, not news
+
+    # A crawl: new kinds, an unparsable config, and more of a kind already seen.
+    month(engine, 2, ["mla", "hybrid", "broken", "g4", "mha"])
+    with Session(engine) as session:
+        rule = session.exec(select(AlertRule).where(AlertRule.kind == "new_dialect")).one()
+        spec, since = spec_of(rule), rule.last_evaluated_at
+        known = set(session.exec(select(Alert.fingerprint).where(Alert.rule_id == rule.id)))
+        full = R.evaluate_dialect_rule(spec, load_dialect_rows(session))
+        expected = {R.fingerprint(rule.rule_key, f.labels) for f in full.findings} - known
+        changed = load_dialect_rows(session, since)
+        assert len(changed) == 5 < len(load_dialect_rows(session))  # only the crawl's models are read
+    report = evaluate(engine, settings)
+    fired = {note["fingerprint"] for note in report.fired if note["kind"] == "new_dialect"}
+    assert fired == expected and len(expected) == 3  # MLA, hybrid, the parse failure
