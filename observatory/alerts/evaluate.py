@@ -150,6 +150,7 @@ class _Inputs:
         self._series: dict[tuple[str, str, str], list] = {}
         self._dialect: list[R.DialectRow] | None = None
         self._dialect_since: dict[datetime, list[R.DialectRow]] = {}
+        self._release: dict[tuple[str, datetime], list[TrendRow]] = {}
         refreshed, changed = last_refresh(session.connection())
         self.fresh = refreshed is not None and (changed is None or changed <= refreshed)
 
@@ -163,6 +164,28 @@ class _Inputs:
                 points = trend_series(load_trend_columns(self.session, population), period, (weighting,))[weighting]
             self._series[key] = points
         return self._series[key]
+
+    def release_rows(self, spec: R.RuleSpec, since: datetime | None) -> list[TrendRow]:
+        """The release rule's rows; with ``since`` (its last evaluation), only those of the groups
+        (organisations or families) with a model that changed after it. The rule is one-shot and
+        judges each group on its own: an unchanged group's findings are alerts already, so this
+        fires exactly what reading every model would (a model whose family changes leaves its
+        old family unread)."""
+        if since is None:
+            return self.trend_rows(spec.population)
+        if (spec.key, since) not in self._release:
+            self._release[spec.key, since] = self._release_rows(spec, since)
+        return self._release[spec.key, since]
+
+    def _release_rows(self, spec: R.RuleSpec, since: datetime) -> list[TrendRow]:
+        changed = sorted(set(changed_since(self.session, since)))
+        by_author = spec.params["group_by"] == "author"
+        m, g = HubModel.__table__.c, GeometryRow.__table__.c
+        group = m.author_key if by_author else g.model_type
+        keys = {key for batch in batches(changed) for key in self.session.execute(
+            trend_rows_query(spec.population, (group,)).where(m.id.in_(batch))).scalars() if key is not None}
+        return [TrendRow(*row) for batch in batches(sorted(keys))
+                for row in self.session.execute(trend_rows_query(spec.population).where(group.in_(batch)))]
 
     def period_rows(self, spec: R.RuleSpec) -> _PeriodRows:
         return _PeriodRows(self.session, spec.population, spec.params["period"])
@@ -193,7 +216,7 @@ def has_data(spec: R.RuleSpec, inputs: _Inputs, since: datetime | None = None) -
         return bool(inputs.dialect_rows(spec.population, since))
     if spec.kind in TREND_KINDS:
         return bool(inputs.trend_points(spec))
-    return bool(inputs.trend_rows(spec.population))
+    return bool(inputs.release_rows(spec, since))
 
 
 def judge(spec: R.RuleSpec, inputs: _Inputs, since: datetime | None = None) -> R.RuleResult:
@@ -201,7 +224,7 @@ def judge(spec: R.RuleSpec, inputs: _Inputs, since: datetime | None = None) -> R
     if spec.kind in TREND_KINDS:
         return R.judge_trend_points(spec, inputs.trend_points(spec), inputs.period_rows(spec))
     if spec.kind == "release_changed":
-        return R.evaluate_release_rule(spec, inputs.trend_rows(spec.population))
+        return R.evaluate_release_rule(spec, inputs.release_rows(spec, since))
     return R.evaluate_dialect_rule(spec, inputs.dialect_rows(spec.population, since))
 
 

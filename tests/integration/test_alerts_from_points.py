@@ -87,3 +87,29 @@ def test_the_dialect_rule_reads_only_what_changed_and_fires_what_a_full_reading_
     report = evaluate(engine, settings)
     fired = {note["fingerprint"] for note in report.fired if note["kind"] == "new_dialect"}
     assert fired == expected and len(expected) == 3  # MLA, hybrid, the parse failure
+
+
+def test_the_release_rule_reads_only_changed_groups_and_fires_what_a_full_reading_would(engine, tmp_path):
+    def release(author: str, day: int, configs: list[str], tag: str) -> None:
+        for i, config in enumerate(configs):
+            add_model(engine, Spec(f"{author}/{tag}-{i}", config, (2025, 5, day), 10, 7 * B), sha=tag)
+
+    release("lab", 1, ["g4", "g4"], "a")
+    release("lab", 8, ["g8"], "b")  # a change: history once absorbed
+    release("quiet", 2, ["mha"], "c")
+    release("quiet", 9, ["g4"], "d")
+    settings = Settings(data_dir=tmp_path, database_url=str(engine.url))
+    assert evaluate(engine, settings).absorbed >= 2
+
+    release("lab", 20, ["mla", "g8"], "e")  # lab breaks with its previous release; quiet is not touched
+    with Session(engine) as session:
+        rule = session.exec(select(AlertRule).where(AlertRule.kind == "release_changed")).one()
+        spec, since = spec_of(rule), rule.last_evaluated_at
+        known = set(session.exec(select(Alert.fingerprint).where(Alert.rule_id == rule.id)))
+        full = R.evaluate_release_rule(spec, load_trend_rows(session, spec.population))
+        expected = {R.fingerprint(rule.rule_key, f.labels) for f in full.findings} - known
+        rows = _Inputs(session).release_rows(spec, since)
+        assert {r.author for r in rows} == {"lab"} and len(rows) == 5  # the changed group, all of it
+    report = evaluate(engine, settings)
+    fired = {note["fingerprint"] for note in report.fired if note["kind"] == "release_changed"}
+    assert fired == expected and len(expected) == 1
