@@ -2,9 +2,10 @@
 
 ``refresh_trends(engine)`` recomputes every standard series from the current geometry of every
 model (``hub_model.current_revision_id``), so a config that changes moves its model to its new
-kind/G at the next refresh and never counts twice. It runs after each crawl
-(``pipeline.after_crawl``) and at start-up when the store changed since the last refresh
-(``ensure_trends``). Reading a series is ``store.queries.trends.read_trends``.
+kind/G at the next refresh and never counts twice. ``ensure_trends`` runs after each crawl
+(``pipeline.after_crawl``) and at start-up when the store changed since the last refresh: the
+first time it is a full refresh, afterwards ``refresh_trends_since`` recomputes only the periods
+of the models that changed (``touched_days``) and writes the same points a full refresh would. Reading a series is ``store.queries.trends.read_trends``.
 """
 
 from __future__ import annotations
