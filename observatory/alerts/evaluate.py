@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, date, datetime
 from urllib.parse import quote, urlencode
 
 import sqlalchemy as sa
@@ -38,12 +38,20 @@ from observatory.alerts.tables import (
     new_id,
 )
 from observatory.alerts.webhooks import event_payload
-from observatory.core.trends import TrendRow
+from observatory.core.trends import TrendRow, next_period, trend_series
 from observatory.settings import Settings
-from observatory.store.db import read_session, session_scope
+from observatory.store.db import batches, read_session, session_scope
 from observatory.store.oracle_tables import OracleCheck
+from observatory.store.queries.trends import read_trends
 from observatory.store.tables import ConfigRevision, GeometryRow, HubModel, utcnow
-from observatory.store.trends import Population, load_trend_rows
+from observatory.store.trends import (
+    Population,
+    changed_since,
+    last_refresh,
+    load_trend_columns,
+    load_trend_rows,
+    trend_rows_query,
+)
 
 TREND_KINDS = ("median_g_shift", "kind_share", "g_over_16_share", "tp8_fill_share")
 log = logging.getLogger(__name__)
@@ -80,8 +88,16 @@ def spec_of(rule: AlertRule) -> R.RuleSpec:
     return R.make_rule(rule.kind, rule.params, rule.population)
 
 
-def load_dialect_rows(session: Session) -> list[R.DialectRow]:
-    """Every model's current config as the dialect rule sees it (parse failures included)."""
+def load_dialect_rows(session: Session, since: datetime | None = None) -> list[R.DialectRow]:
+    """Every model's current config as the dialect rule sees it (parse failures included); with
+    ``since``, only the models that changed after it (``store.trends.changed_since``)."""
+    if since is not None:
+        changed = sorted(set(changed_since(session, since)))
+        return [row for batch in batches(changed) for row in _dialect_rows(session, HubModel.id.in_(batch))]
+    return _dialect_rows(session, sa.true())
+
+
+def _dialect_rows(session: Session, where) -> list[R.DialectRow]:
     m, r, g = HubModel.__table__.c, ConfigRevision.__table__.c, GeometryRow.__table__.c
     o = OracleCheck.__table__.c
     query = (
@@ -91,6 +107,7 @@ def load_dialect_rows(session: Session) -> list[R.DialectRow]:
         .join(ConfigRevision.__table__, r.id == m.current_revision_id)
         .outerjoin(GeometryRow.__table__, g.revision_id == r.id)
         .outerjoin(OracleCheck.__table__, sa.and_(o.revision_id == r.id, o.status == "disagree"))
+        .where(where)
     )
     return [
         R.DialectRow(model_id=row[0], author=row[1], model_type=row[2], downloads=row[3],
@@ -102,37 +119,113 @@ def load_dialect_rows(session: Session) -> list[R.DialectRow]:
     ]
 
 
+class _PeriodRows:
+    """One population's models of one period at a time, read from the store when a trend rule
+    asks for them (``groups`` of ``rules.judge_trend_points``): only the judged period's."""
+
+    def __init__(self, session: Session, population: Population, period: str):
+        self.session, self.population, self.period = session, population, period
+        self._rows: dict[date, list[TrendRow]] = {}
+
+    def get(self, start: date, default=None) -> list[TrendRow]:
+        if start not in self._rows:
+            created = HubModel.__table__.c.created_at
+            lo, hi = (datetime(d.year, d.month, d.day, tzinfo=UTC) for d in (start, next_period(start, self.period)))
+            query = trend_rows_query(self.population).where(created >= lo, created < hi)
+            self._rows[start] = [TrendRow(*row) for row in self.session.execute(query)]
+        return self._rows[start] or (default if default is not None else [])
+
+
 class _Inputs:
-    """Rows loaded once per evaluation and shared by every rule over the same population."""
+    """What the rules read, loaded once per evaluation and shared by the rules that need it.
+
+    Trend rules read their series, not the models: the precomputed points when the trends are
+    up to date (the crawl refreshes them before evaluating), else the series aggregated from the
+    population's columns; and the models of the one period they judge. Memory follows the
+    number of periods, not of models."""
 
     def __init__(self, session: Session):
         self.session = session
         self._trend: dict[str, list[TrendRow]] = {}
+        self._series: dict[tuple[str, str, str], list] = {}
         self._dialect: list[R.DialectRow] | None = None
+        self._dialect_since: dict[datetime, list[R.DialectRow]] = {}
+        self._release: dict[tuple[str, datetime], list[TrendRow]] = {}
+        refreshed, changed = last_refresh(session.connection())
+        self.fresh = refreshed is not None and (changed is None or changed <= refreshed)
+
+    def trend_points(self, spec: R.RuleSpec) -> list:
+        population, period, weighting = spec.population, spec.params["period"], spec.params["weighting"]
+        key = (population.key, period, weighting)
+        if key not in self._series:
+            if self.fresh and population.precomputed:
+                points = read_trends(self.session, population, period, weighting).points
+            else:
+                points = trend_series(load_trend_columns(self.session, population), period, (weighting,))[weighting]
+            self._series[key] = points
+        return self._series[key]
+
+    def release_rows(self, spec: R.RuleSpec, since: datetime | None) -> list[TrendRow]:
+        """The release rule's rows; with ``since`` (its last evaluation), only those of the groups
+        (organisations or families) with a model that changed after it. The rule is one-shot and
+        judges each group on its own: an unchanged group's findings are alerts already, so this
+        fires exactly what reading every model would (a model whose family changes leaves its
+        old family unread)."""
+        if since is None:
+            return self.trend_rows(spec.population)
+        if (spec.key, since) not in self._release:
+            self._release[spec.key, since] = self._release_rows(spec, since)
+        return self._release[spec.key, since]
+
+    def _release_rows(self, spec: R.RuleSpec, since: datetime) -> list[TrendRow]:
+        changed = sorted(set(changed_since(self.session, since)))
+        by_author = spec.params["group_by"] == "author"
+        m, g = HubModel.__table__.c, GeometryRow.__table__.c
+        group = m.author_key if by_author else g.model_type
+        keys = {key for batch in batches(changed) for key in self.session.execute(
+            trend_rows_query(spec.population, (group,)).where(m.id.in_(batch))).scalars() if key is not None}
+        return [TrendRow(*row) for batch in batches(sorted(keys))
+                for row in self.session.execute(trend_rows_query(spec.population).where(group.in_(batch)))]
+
+    def period_rows(self, spec: R.RuleSpec) -> _PeriodRows:
+        return _PeriodRows(self.session, spec.population, spec.params["period"])
 
     def trend_rows(self, population: Population) -> list[TrendRow]:
         if population.key not in self._trend:
             self._trend[population.key] = load_trend_rows(self.session, population)
         return self._trend[population.key]
 
-    def dialect_rows(self, population: Population) -> list[R.DialectRow]:
+    def dialect_rows(self, population: Population, since: datetime | None = None) -> list[R.DialectRow]:
+        """The population's dialect rows; with ``since`` (the rule's last evaluation), only those
+        of models that changed after it. The rule is one-shot: a finding it made before is
+        already an alert, and a new one (a kind, a layer type, a failure first seen) can only
+        come from a model that changed, so judging those alone fires exactly what judging every
+        model would."""
+        if since is not None:
+            if since not in self._dialect_since:
+                self._dialect_since[since] = load_dialect_rows(self.session, since)
+            return R.population_filter(population, self._dialect_since[since])
         if self._dialect is None:
             self._dialect = load_dialect_rows(self.session)
         return R.population_filter(population, self._dialect)
 
 
-def rows_for(spec: R.RuleSpec, inputs: _Inputs) -> list:
+def has_data(spec: R.RuleSpec, inputs: _Inputs, since: datetime | None = None) -> bool:
+    """Whether the rule saw any model (a series has a point exactly when a model is dated)."""
     if spec.kind == "new_dialect":
-        return inputs.dialect_rows(spec.population)
-    return inputs.trend_rows(spec.population)
-
-
-def judge(spec: R.RuleSpec, inputs: _Inputs) -> R.RuleResult:
+        return bool(inputs.dialect_rows(spec.population, since))
     if spec.kind in TREND_KINDS:
-        return R.evaluate_trend_rule(spec, inputs.trend_rows(spec.population))
+        return bool(inputs.trend_points(spec))
+    return bool(inputs.release_rows(spec, since))
+
+
+def judge(spec: R.RuleSpec, inputs: _Inputs, since: datetime | None = None) -> R.RuleResult:
+    """``since``: the rule's last evaluation, for the dialect rule's incremental reading."""
+    if spec.kind in TREND_KINDS:
+        return R.judge_trend_points(spec, inputs.trend_points(spec), inputs.period_rows(spec))
     if spec.kind == "release_changed":
-        return R.evaluate_release_rule(spec, inputs.trend_rows(spec.population))
-    return R.evaluate_dialect_rule(spec, inputs.dialect_rows(spec.population))
+        return R.evaluate_release_rule(spec, inputs.release_rows(spec, since))
+    return R.evaluate_dialect_rule(spec, inputs.dialect_rows(spec.population, since))
 
 
 # ---- links and payloads -----------------------------------------------------------------------
@@ -259,18 +352,19 @@ def evaluate(engine: Engine, settings: Settings, *, now: datetime | None = None,
         inputs = _Inputs(session)
         for rule in rules:
             report.rules += 1
-            _evaluate_rule(session, settings, rule, inputs, now, crawl_run_id, report)
+            since = rule.last_evaluated_at
+            _evaluate_rule(session, settings, rule, inputs, now, crawl_run_id, report, since)
             # A rule counts as evaluated once it has seen data: one-shot rules absorb the first
             # data they see as history, even if an evaluation on an empty store came before.
-            if rows_for(spec_of(rule), inputs):
+            if has_data(spec_of(rule), inputs, since):
                 rule.last_evaluated_at = now
         report.deliveries += _catch_up(session, settings, now)
     return report
 
 
-def _evaluate_rule(session, settings, rule, inputs, now, crawl_run_id, report) -> None:
+def _evaluate_rule(session, settings, rule, inputs, now, crawl_run_id, report, since=None) -> None:
     spec = spec_of(rule)
-    result = judge(spec, inputs)
+    result = judge(spec, inputs, since)
     first_time = rule.last_evaluated_at is None
     existing = {a.fingerprint: a for a in session.exec(select(Alert).where(Alert.rule_id == rule.id))}
     findings = {R.fingerprint(rule.rule_key, f.labels): f for f in result.findings}

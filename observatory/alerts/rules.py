@@ -459,7 +459,14 @@ def evaluate_trend_rule(spec: RuleSpec, rows: Sequence[TrendRow]) -> RuleResult:
     """Judge a trend rule (median shift, kind share, G > 16 share) on a population's rows."""
     p = spec.params
     groups = group_by_period(rows, p["period"])
-    points = points_from_groups(groups, p["period"], p["weighting"])
+    return judge_trend_points(spec, points_from_groups(groups, p["period"], p["weighting"]), groups)
+
+
+def judge_trend_points(spec: RuleSpec, points: Sequence[TrendPoint], groups) -> RuleResult:
+    """Judge a trend rule on its series (``points``, oldest first, empty periods included) and
+    the models of its periods: ``groups.get(period_start, [])`` gives one period's rows. Only the
+    judged period's rows are asked for, so a caller can read them from the store on demand."""
+    p = spec.params
     if spec.kind == "median_g_shift":
         return _median_shift(spec, points, groups)
     if spec.kind == "kind_share":

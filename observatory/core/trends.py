@@ -360,7 +360,7 @@ def day_ordinals(days: Sequence[str | date]) -> np.ndarray:
     return np.asarray([_day(d).toordinal() for d in days], dtype=np.int64)
 
 
-def _period_codes(days: np.ndarray, period: str) -> np.ndarray:
+def period_codes(days: np.ndarray, period: str) -> np.ndarray:
     """Consecutive integers per period: weeks since 0001-01-01 (a Monday), months or quarters since 1970."""
     if period == "week":
         return (days - 1) // 7
@@ -368,7 +368,7 @@ def _period_codes(days: np.ndarray, period: str) -> np.ndarray:
     return months if period == "month" else months // 3
 
 
-def _code_start(code: int, period: str) -> date:
+def code_start(code: int, period: str) -> date:
     if period == "week":
         return date.fromordinal(code * 7 + 1)
     month0 = code if period == "month" else code * 3
@@ -458,13 +458,8 @@ def _check(period: str, weightings: Iterable[str]) -> None:
             raise ValueError(f"unknown weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
 
 
-def trend_series(cols: TrendColumns, period: str, weightings: Sequence[str] = WEIGHTINGS) -> dict[str, list[TrendPoint]]:
-    """For each weighting, one point per period from the first to the last, empty periods included."""
-    _check(period, weightings)
-    out: dict[str, list[TrendPoint]] = {weighting: [] for weighting in weightings}
-    if not len(cols):
-        return out
-    codes = _period_codes(cols.day, period)
+def _groups(cols: TrendColumns, codes: np.ndarray) -> dict[int, TrendColumns]:
+    """The columns split by period code (one ``take`` per code present)."""
     order = np.argsort(codes, kind="stable")
     ordered = codes[order]
     bounds = [*np.flatnonzero(np.diff(ordered)) + 1, len(ordered)]
@@ -472,12 +467,33 @@ def trend_series(cols: TrendColumns, period: str, weightings: Sequence[str] = WE
     for end in bounds:
         groups[int(ordered[first])] = cols.take(order[first:end])
         first = end
-    for code in range(int(ordered[0]), int(ordered[-1]) + 1):
-        start, group = _code_start(code, period), groups.get(code)
+    return groups
+
+
+def period_points(cols: TrendColumns, period: str, codes: Iterable[int],
+                  weightings: Sequence[str] = WEIGHTINGS) -> dict[str, dict[int, TrendPoint]]:
+    """For each weighting, the point of each period code in ``codes`` (an empty point where no
+    model of ``cols`` falls), keyed by code. Codes come from ``period_codes``; ``cols`` must hold
+    every model of those periods (others are ignored)."""
+    _check(period, weightings)
+    groups = _groups(cols, period_codes(cols.day, period)) if len(cols) else {}
+    out: dict[str, dict[int, TrendPoint]] = {weighting: {} for weighting in weightings}
+    for code in codes:
+        start, group = code_start(code, period), groups.get(code)
         for weighting in weightings:
-            out[weighting].append(_aggregate(group, period, start, weighting) if group is not None
-                                  else _empty(period, start, weighting))
+            out[weighting][code] = (_aggregate(group, period, start, weighting) if group is not None
+                                    else _empty(period, start, weighting))
     return out
+
+
+def trend_series(cols: TrendColumns, period: str, weightings: Sequence[str] = WEIGHTINGS) -> dict[str, list[TrendPoint]]:
+    """For each weighting, one point per period from the first to the last, empty periods included."""
+    _check(period, weightings)
+    if not len(cols):
+        return {weighting: [] for weighting in weightings}
+    codes = period_codes(cols.day, period)
+    by_code = period_points(cols, period, range(int(codes.min()), int(codes.max()) + 1), weightings)
+    return {weighting: list(points.values()) for weighting, points in by_code.items()}
 
 
 def default_period(month_counts: Sequence[int]) -> str:

@@ -30,7 +30,13 @@ from observatory.store.ingest import (
     update_model_rows,
     upsert_models,
 )
-from observatory.store.tables import ConfigRevision, CrawlRun, GeometryRow, HubModel
+from observatory.store.tables import (
+    ConfigRevision,
+    CrawlRun,
+    GeometryRow,
+    HubModel,
+    utcnow,
+)
 
 
 @dataclass
@@ -103,12 +109,15 @@ def update_facts(session: Session, facts: dict[str, tuple[Any, Any]]) -> int:
         return 0
     m, g = HubModel.__table__.c, GeometryRow.__table__.c
     stored = [row for batch in batches(ids) for row in session.execute(
-        select(m.id, m.quant_method, m.quant_bits, m.num_parameters, m.parameters_source, g.params_estimate)
+        select(m.id, m.quant_method, m.quant_bits, m.num_parameters, m.parameters_source, g.params_estimate,
+               m.relation, m.base_models, m.is_test_repo)
         .select_from(HubModel.__table__)
         .outerjoin(GeometryRow.__table__, g.revision_id == m.current_revision_id)
         .where(m.id.in_(batch)))]
     values = {}
-    for model_id, method, bits, params, params_source, estimate in stored:
+    now = utcnow()
+    for model_id, method, bits, params, params_source, estimate, *was in stored:
+        stored_params = params
         base_models, safetensors = facts[model_id]
         warnings: list[str] = []
         counted = parse_safetensors(safetensors, warnings)
@@ -124,6 +133,10 @@ def update_facts(session: Session, facts: dict[str, tuple[Any, Any]]) -> int:
         values[model_id] = {**fields, "relation": lineage.relation, "base_models": list(lineage.base_models) or None,
                             "is_test_repo": lineage.is_test_repo,
                             "lineage_warnings": [*warnings, *lineage.warnings] or None}
+        trend_facts = [values[model_id][key] for key in ("relation", "base_models", "is_test_repo")]
+        if trend_facts != was or fields.get("num_parameters", stored_params) != stored_params:
+            # what the trends count changed: the incremental refresh recomputes its periods by this
+            values[model_id]["updated_at"] = now
     update_model_rows(session, values)
     return len(values)
 

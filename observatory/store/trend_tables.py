@@ -1,7 +1,9 @@
 """Precomputed trend points, and the indexes the read queries rely on.
 
 ``trend_point`` holds one row per (period kind, population, weighting, period start), written
-only by ``store.trends.refresh_trends`` (delete and rewrite in one transaction), so a trend
+only by ``store.trends`` (``refresh_trends`` rewrites all of them, ``refresh_trends_since`` the
+periods a crawl touched; each in one transaction, and both leave every row's ``computed_at`` at
+the refresh's time), so a trend
 request reads a few dozen rows instead of aggregating the model table. The field meanings are
 those of ``observatory.core.trends.TrendPoint``.
 
