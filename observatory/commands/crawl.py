@@ -114,8 +114,7 @@ UNREACHABLE_HINT = "set HF_ENDPOINT to a Hub or mirror this machine can reach, o
 
 def _crawl_now(engine, settings, scope_name, since, max_models, pipeline_tags, any_pipeline, libraries,
                min_downloads, author, hub_filter, no_retry, no_progress):
-    from tqdm import tqdm
-
+    from observatory.commands.crawl_progress import CrawlProgress
     from observatory.crawler.run import CrawlBusy
     from observatory.crawler.scope import ScopeMismatch, build_scope
     from observatory.pipeline import crawl as run_crawl
@@ -123,12 +122,8 @@ def _crawl_now(engine, settings, scope_name, since, max_models, pipeline_tags, a
 
     scope = build_scope(scope_name, pipeline_tags=pipeline_tags, any_pipeline=any_pipeline, libraries=libraries,
                         min_downloads=min_downloads, author=author, hub_filter=hub_filter)
-    bar = tqdm(desc="crawl", unit=" listed", file=sys.stderr, disable=True if no_progress else None,
-               dynamic_ncols=True)
-
-    def progress(counts: dict) -> None:
-        bar.update(counts["seen"] - bar.n)
-        bar.set_postfix(new=counts["new"], changed=counts["changed"], failed=counts["failed"], refresh=False)
+    bar = CrawlProgress(settings, enabled=not no_progress)
+    progress = bar.update
 
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
