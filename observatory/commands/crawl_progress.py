@@ -3,8 +3,9 @@
 A backfill against the real Hub runs for hours at the request budget, so both say how far the
 pass has come (by date: the listing has no count), its rate, and the projected time left
 (``crawler.projection``): the larger of the pace so far and what the request budget allows.
-Lines go to stderr every ``LINE_EVERY_S`` seconds (the first as soon as the listing has begun,
-with the projection), so a log or a CI job shows the same as the bar.
+Lines go to stderr every ``LINE_EVERY_S`` seconds and as each pass's listing begins (so the
+first line, with the projection, comes after one chunk of the listing): a log or a CI job
+shows what the bar shows.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class CrawlProgress:
         self.budget = {bucket: n / settings.hub_quota_window_s for bucket, n in limits.items()}
         self.plan = plan_name(settings.hub_plan, bool(settings.hf_token))
         self.last_line = float("-inf")
+        self.last_pass = None
         self.bar = None
         if enabled and _is_terminal(self.stream):
             from tqdm import tqdm
@@ -48,8 +50,10 @@ class CrawlProgress:
                                      f" left ~{duration(p.remaining_s)} ({p.bound})", refresh=False)
             return
         now = time.monotonic()
-        if counts.get("at") is not None and now - self.last_line >= LINE_EVERY_S:
-            self.last_line = now
+        if counts.get("at") is None:
+            return
+        if counts.get("pass") != self.last_pass or now - self.last_line >= LINE_EVERY_S:
+            self.last_line, self.last_pass = now, counts.get("pass")
             click.echo(self.line(counts, p), file=self.stream)
 
     def line(self, counts: dict, p) -> str:

@@ -15,6 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+# Below this share of the span passed, an extrapolation is noise (the first chunk of a backfill
+# to 2022 is a few minutes of a four-year span): no projection is shown ("—") rather than a wild one.
+MIN_FRACTION = 0.01
+
 # The request kinds hub.session counts, by the Hub's rate-limit bucket they are charged to.
 KIND_BUCKET = {"listing": "api", "model_info": "api", "config": "resolvers", "other": "pages"}
 
@@ -35,7 +39,7 @@ def project(counts: dict, elapsed_s: float, budget: dict[str, float | None]) -> 
     seen = counts.get("seen", 0)
     rate = seen / elapsed_s if elapsed_s > 0 else 0.0
     fraction = _fraction(counts.get("first"), counts.get("at"), counts.get("stop"))
-    if fraction is None or seen == 0:
+    if fraction is None or fraction < MIN_FRACTION or seen == 0:
         return Projection(fraction, None, rate, None, "pace")
     listed_total = max(seen, round(seen / fraction))
     left = listed_total - seen

@@ -294,7 +294,9 @@ class _Crawl:
                 break
             if (dated_at := date_of(item)) is not None:
                 self.where["at"] = dated_at
-                self.where["first"] = self.where["first"] or dated_at
+                if self.where["first"] is None:  # a pass's first report is not held back
+                    self.where["first"] = dated_at
+                    self.last_report = float("-inf")
             if budget is not None and self.submitted >= budget:
                 walk.out_of_budget = True
                 break
