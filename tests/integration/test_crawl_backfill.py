@@ -5,7 +5,7 @@ range the scope already covers."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
@@ -55,11 +55,11 @@ def test_the_published_limit_is_the_default_budget(hub_settings):
 
 
 def test_a_routine_crawl_with_since_does_not_relist_the_covered_range(engine, hub, hub_settings):
-    now = datetime.now(timezone.utc).replace(microsecond=0)
+    now = datetime.now(UTC).replace(microsecond=0)
     populate(hub, 40, start=now - timedelta(hours=2), step_s=3600)  # 40 h of repos, 10 to a page
     first = crawl(engine, hub_settings, since=LONG_AGO)
     assert first.status == "ok" and created_pages(hub) == 4
-    assert scope_state(engine).floor.replace(tzinfo=timezone.utc) == LONG_AGO
+    assert scope_state(engine).floor.replace(tzinfo=UTC) == LONG_AGO
 
     populate(hub, 3, start=now, step_s=60, prefix="late")
     hub.reset_counts()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from observatory.crawler.projection import duration, project
 
-T = datetime(2026, 6, 1, tzinfo=timezone.utc)
+T = datetime(2026, 6, 1, tzinfo=UTC)
 DAY = timedelta(days=1)
 
 
