@@ -7,6 +7,10 @@ huggingface_hub's own request hook (offline mode, request ids) and adds ours:
   connect and read;
 - a rate-limit gate: a request waits while its bucket is paused (``RateGate``), and any response
   that says the window is spent pauses the bucket for every thread;
+- the request budget (``ratelimit.QUOTA``): at most the Hub's published quota per bucket in any
+  window (``hub_plan``, ``hub_quota``), requests to the Hub's own origin waiting for their slot;
+  a slot further off than ``hub_max_wait_s`` raises ``RateLimited``, so the run ends and says
+  when to come back instead of drawing the Hub's 429s;
 - request counters by kind, so a crawl can report what it cost;
 - no redirects followed by the client itself: ``policy`` follows the ones it allows.
 
