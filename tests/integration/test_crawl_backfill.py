@@ -4,17 +4,12 @@ range the scope already covers."""
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 
-import pytest
-from click.testing import CliRunner
 from crawler_support import LONG_AGO, revisions_by_model, scope_state
 
-from observatory.cli import main
 from observatory.crawler.run import crawl
 from observatory.hub.ratelimit import QUOTA
-from observatory.settings import get_settings
 from observatory.testing.hub_standin import populate
 
 
@@ -73,35 +68,3 @@ def test_a_routine_crawl_with_since_does_not_relist_the_covered_range(engine, hu
     hub.reset_counts()  # a since older than the floor does read further back, once
     crawl(engine, hub_settings, since=LONG_AGO - timedelta(days=1))
     assert created_pages(hub) == 5  # all 43 repos, 10 to a page
-
-
-@pytest.fixture
-def invoke(hub_settings, monkeypatch):
-    monkeypatch.setenv("OBSERVATORY_DATA_DIR", str(hub_settings.data_dir))
-    monkeypatch.setenv("HF_ENDPOINT", hub_settings.hf_endpoint)
-    monkeypatch.setenv("OBSERVATORY_HUB_TIMEOUT_S", "2")
-    monkeypatch.delenv("OBSERVATORY_DATABASE_URL", raising=False)
-    get_settings.cache_clear()
-    yield lambda *args: CliRunner().invoke(main, ["crawl", *args], catch_exceptions=False)
-    get_settings.cache_clear()
-
-
-def test_off_a_terminal_the_crawl_prints_progress_lines_with_a_projection(engine, hub, invoke):
-    populate(hub, 25)
-
-    result = invoke("--since", "2000-01-01")
-
-    assert result.exit_code == 0, result.output
-    lines = [line for line in result.stderr.splitlines() if line.startswith("crawl created:")]
-    assert lines, result.stderr
-    assert "\r" not in result.stderr  # no bar drawn into a log
-    assert re.search(r"listed \d+ \(~\d+% of the span down to 2000-01-01 00:00\)", lines[0]), lines[0]
-    assert re.search(r"projected ~\S+ left at the (anonymous request budget|pace so far)", lines[0]), lines[0]
-    assert "requests " in lines[0] and "listed/s" in lines[0]
-    assert "new 25" in result.stdout  # the summary, on stdout as before
-
-
-def test_no_progress_prints_no_lines(engine, hub, invoke):
-    populate(hub, 5)
-    result = invoke("--since", "2000-01-01", "--no-progress")
-    assert result.exit_code == 0 and "crawl created:" not in result.stderr
