@@ -103,8 +103,10 @@ def _row(phase: str, models: int, seconds: float, counts: dict[str, int], store_
 
 
 def _store(work_dir: Path, name: str, concurrency: int, url: str) -> tuple[Settings, object]:
+    # The stand-in is not the Hub: no request budget (the anonymous one would hold a 10k crawl to
+    # 3,000 configs per 5 minutes and measure the budget, not the crawler).
     settings = Settings(data_dir=work_dir / name, hf_endpoint=url, crawl_concurrency=concurrency,
-                        autoload_snapshot=False)
+                        autoload_snapshot=False, hub_plan="unlimited")
     upgrade(settings.resolved_database_url)
     return settings, make_engine(settings.resolved_database_url)
 
