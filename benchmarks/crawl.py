@@ -50,6 +50,7 @@ import time  # noqa: E402
 import tracemalloc  # noqa: E402
 from datetime import datetime, timezone  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Self  # noqa: E402
 
 import httpx2  # noqa: E402
 from sqlalchemy import func, select, update  # noqa: E402
@@ -215,7 +216,7 @@ class PssSampler:
         while not self._stop.wait(0.25):
             self.peak_kb = max(self.peak_kb, self.read_kb())
 
-    def __enter__(self) -> PssSampler:
+    def __enter__(self) -> Self:
         self.peak_kb = self.read_kb()
         self._thread.start()
         return self
@@ -242,8 +243,8 @@ def scale(models: int, work_dir: Path, concurrency: int, changed: int) -> list[d
     """At ``models`` repos (0 ms per answer): the first crawl, the after-crawl steps that follow
     it (trend refresh, alert evaluation), then a crawl of ``changed`` new commits and its
     after-crawl steps, as ``observatory crawl`` runs them; heap and PSS for each."""
-    from observatory.pipeline import after_crawl
     from observatory.crawler.run import crawl as crawl_only
+    from observatory.pipeline import after_crawl
 
     hub = StandIn(models, 0.0)
     try:
@@ -255,14 +256,14 @@ def scale(models: int, work_dir: Path, concurrency: int, changed: int) -> list[d
             if prepare:
                 prepare()
             hub.reset()
-            run, seconds, heap, pss = _measured(lambda: crawl_only(engine, settings, **options))
+            run, seconds, heap, pss = _measured(lambda options=options: crawl_only(engine, settings, **options))
             counts = hub.counts()
             done = run.new + run.changed
             rows.append({"models": models, "phase": phase, "fetched": done, "seconds": round(seconds, 1),
                          "models_per_s": round(done / seconds, 1) if seconds and done else None,
                          "requests_per_model": round(sum(counts.values()) / done, 3) if done else None,
                          "heap_mb": round(heap, 1), "pss_mb": round(pss, 1), "status": run.status})
-            steps, seconds, heap, pss = _measured(lambda: after_crawl(engine, settings, run))
+            steps, seconds, heap, pss = _measured(lambda run=run: after_crawl(engine, settings, run))
             rows.append({"models": models, "phase": f"after {phase} (trends, alerts)", "fetched": None,
                          "seconds": round(seconds, 1), "models_per_s": None, "requests_per_model": None,
                          "heap_mb": round(heap, 1), "pss_mb": round(pss, 1),
@@ -278,7 +279,7 @@ SCALE_COLUMNS = ["models", "phase", "fetched", "wall s", "models/s", "requests/m
 
 
 def scale_cells(r: dict) -> list:
-    dash = lambda v: "—" if v is None else v  # noqa: E731
+    dash = lambda v: "—" if v is None else v
     return [f"{r['models']:,}", r["phase"], dash(r["fetched"]), r["seconds"], dash(r["models_per_s"]),
             dash(r["requests_per_model"]), r["heap_mb"], r["pss_mb"], r["status"]]
 
