@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -113,6 +114,16 @@ class Settings(BaseSettings):
     # Longest RateLimit/Retry-After waits sat out for one request; a longer one ends the run as
     # "rate_limited", and the scheduler's next crawl waits until the time the Hub named.
     hub_max_wait_s: float = 600.0
+    # The request budget: at most the Hub's published quota per bucket (api, resolvers, pages) in
+    # any hub_quota_window_s (hub-docs rate-limits.md: 5-minute windows). "auto" takes the
+    # anonymous limits without hf_token and the free account's with one; name your plan (pro,
+    # team, enterprise, enterprise_plus) for more, or "unlimited" for a mirror. hub_quota
+    # overrides single buckets, e.g. {"resolvers": 1500} to leave room for other clients.
+    # A request whose slot is further off than hub_max_wait_s ends the run as "rate_limited".
+    hub_plan: Literal["auto", "unlimited", "anonymous", "free", "pro", "team", "enterprise",
+                      "enterprise_plus"] = "auto"
+    hub_quota: dict[str, int] = {}
+    hub_quota_window_s: float = 300.0
     hub_max_config_bytes: int = 2_000_000  # a bigger config.json is refused unread
     # Redirects are followed only within HF_ENDPOINT's own origin and to these hosts (https),
     # the Hub's hosts and the CDN hosts it uses for resolve (hub-docs, models-downloading.md).

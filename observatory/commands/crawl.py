@@ -56,7 +56,7 @@ class _Since(click.ParamType):
 @click.option("--failures", "list_failures", is_flag=True, help="Show open failures instead of crawling.")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
               help="Rows shown by --list / --failures.")
-@click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
+@click.option("--no-progress", is_flag=True, help="No progress bar or progress lines on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 def crawl(scope_name, since, max_models, pipeline_tags, any_pipeline, libraries, min_downloads, author,
           hub_filter, no_retry, list_runs, list_failures, limit, no_progress, as_json) -> None:
@@ -65,6 +65,9 @@ def crawl(scope_name, since, max_models, pipeline_tags, any_pipeline, libraries,
     Prints a summary (seen, new, changed, skipped, failed by reason, requests, duration); every
     run is stored and shown by --list. A first run reads back --since (default: the
     crawl_first_run_days setting) or --max-models models; later runs stop at the mark.
+    Progress goes to stderr: a bar on a terminal, otherwise a line as each pass begins and every
+    30 s, each with the rate and the projected time left (bound by the pace so far or by the
+    request budget, the Hub's published quota: see the hub_plan setting).
     With --json the result is always one JSON object on stdout, "ok" false on failure.
     SIGINT/SIGTERM stop the run within a second, stored as interrupted.
     Exit status 1: the crawl failed or the Hub could not be reached; 3: the run stopped early
@@ -114,8 +117,7 @@ UNREACHABLE_HINT = "set HF_ENDPOINT to a Hub or mirror this machine can reach, o
 
 def _crawl_now(engine, settings, scope_name, since, max_models, pipeline_tags, any_pipeline, libraries,
                min_downloads, author, hub_filter, no_retry, no_progress):
-    from tqdm import tqdm
-
+    from observatory.commands.crawl_progress import CrawlProgress
     from observatory.crawler.run import CrawlBusy
     from observatory.crawler.scope import ScopeMismatch, build_scope
     from observatory.pipeline import crawl as run_crawl
@@ -123,12 +125,8 @@ def _crawl_now(engine, settings, scope_name, since, max_models, pipeline_tags, a
 
     scope = build_scope(scope_name, pipeline_tags=pipeline_tags, any_pipeline=any_pipeline, libraries=libraries,
                         min_downloads=min_downloads, author=author, hub_filter=hub_filter)
-    bar = tqdm(desc="crawl", unit=" listed", file=sys.stderr, disable=True if no_progress else None,
-               dynamic_ncols=True)
-
-    def progress(counts: dict) -> None:
-        bar.update(counts["seen"] - bar.n)
-        bar.set_postfix(new=counts["new"], changed=counts["changed"], failed=counts["failed"], refresh=False)
+    bar = CrawlProgress(settings, enabled=not no_progress)
+    progress = bar.update
 
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}

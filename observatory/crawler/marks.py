@@ -25,15 +25,21 @@ def created_stop(*, mark: datetime | None, floor: datetime | None, since: dateti
                  default_since: datetime, overlap: timedelta) -> datetime:
     """The createdAt below which this pass stops listing.
 
-    ``since`` (from the command line) bounds a first run and, when older than the mark, extends
-    coverage backwards; it never moves the stop above the mark, which would leave a gap.
+    ``since`` (from the command line) bounds a first run and, when older than the scope's
+    ``floor``, extends coverage backwards; it never moves the stop above the mark, which would
+    leave a gap. A ``since`` inside the covered range ``[floor, mark]`` changes nothing: those
+    models are stored, and a routine ``--since 7d`` would otherwise re-list the whole covered
+    range on every run (issue 26). A scope with no floor (stored before floors were kept) reads
+    back to ``since`` once; the pass then records it as the floor.
     A first run interrupted before it finished keeps the bound it started with (``floor``).
     """
     if mark is not None:
         stop = mark - overlap
         if floor is not None:  # the overlap never reaches below what the scope covers
             stop = max(stop, floor)
-        return min(stop, since) if since is not None else stop
+        if since is not None and (floor is None or since < floor):
+            return min(stop, since)
+        return stop
     if since is not None:
         return since
     return floor if floor is not None else default_since

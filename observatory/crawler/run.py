@@ -116,6 +116,7 @@ def crawl(engine: Engine, settings: Settings, *, scope: Scope | None = None, sin
         status, error, extra = "ok", None, {}
         started = time.monotonic()
         with hub_session.counting() as counter, transport.cancellable(job.should_stop):
+            job.counter = counter
             try:
                 if retry:
                     job.retry_pass()
@@ -209,6 +210,9 @@ class _Crawl:
         # Listed dates past this are stored but move no mark (marks.trusted); one clock per run.
         self.horizon = utcnow() + timedelta(seconds=settings.crawl_future_tolerance_s)
         self.future_dated: dict[str, str] = {}  # model id -> the date it was listed with
+        # Where the listing is, for progress: the pass, its newest and latest dates, its stop.
+        self.where: dict = {}
+        self.counter: hub_session.RequestCounter | None = None
 
     # -- passes -------------------------------------------------------------------------------
 
@@ -282,11 +286,17 @@ class _Crawl:
         """List newest-first by ``sort`` down to ``stop``, fetching what needs it; all stored on return."""
         listing = list_newest(self.settings, sort, author=self.scope.author, hub_filter=list(self.scope.hub_filter))
         walk = _Walk()
-        past = lambda item: marks.below(date_of(item), stop)  # noqa: E731
+        past = lambda item: marks.below(date_of(item), stop)
+        self.where = {"pass": name, "stop": stop, "first": None, "at": None}
         for item, knowledge in self._examine(listing, past, tracked_only):
             if past(item):
                 walk.complete = True
                 break
+            if (dated_at := date_of(item)) is not None:
+                self.where["at"] = dated_at
+                if self.where["first"] is None:  # a pass's first report is not held back
+                    self.where["first"] = dated_at
+                    self.last_report = float("-inf")
             if budget is not None and self.submitted >= budget:
                 walk.out_of_budget = True
                 break
@@ -417,7 +427,8 @@ class _Crawl:
             self.last_report = time.monotonic()
             self.progress({"seen": self.seen, "new": self.labels["new"], "changed": self.labels["changed"],
                            "skipped": sum(self.skipped.values()),
-                           "failed": sum(v for k, v in self.labels.items() if k not in ("new", "changed"))})
+                           "failed": sum(v for k, v in self.labels.items() if k not in ("new", "changed")),
+                           "requests": self.counter.snapshot() if self.counter else {}, **self.where})
 
     def _keep_lease(self) -> None:
         if time.monotonic() - self.last_renew < self.settings.crawl_lease_ttl_s / 4:

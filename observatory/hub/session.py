@@ -7,6 +7,10 @@ huggingface_hub's own request hook (offline mode, request ids) and adds ours:
   connect and read;
 - a rate-limit gate: a request waits while its bucket is paused (``RateGate``), and any response
   that says the window is spent pauses the bucket for every thread;
+- the request budget (``ratelimit.QUOTA``): at most the Hub's published quota per bucket in any
+  window (``hub_plan``, ``hub_quota``), requests to the Hub's own origin waiting for their slot;
+  a slot further off than ``hub_max_wait_s`` raises ``RateLimited``, so the run ends and says
+  when to come back instead of drawing the Hub's 429s;
 - request counters by kind, so a crawl can report what it cost;
 - no redirects followed by the client itself: ``policy`` follows the ones it allows.
 
@@ -31,7 +35,8 @@ from huggingface_hub.utils import set_client_factory
 from huggingface_hub.utils._http import hf_request_event_hook
 
 from observatory.hub import transport
-from observatory.hub.ratelimit import GATE, bucket_of, server_wait
+from observatory.hub.policy import RateLimited
+from observatory.hub.ratelimit import GATE, QUOTA, bucket_of, plan_limits, server_wait
 from observatory.settings import Settings
 
 
@@ -96,8 +101,11 @@ def configure(settings: Settings) -> None:
     """Install the session factory for these settings (once per distinct setting values)."""
     global _installed
     proxy = proxy_for(settings.hf_endpoint)
-    key = (settings.hub_timeout_s, settings.hub_connect_timeout_s, settings.hub_max_wait_s,
+    key = (settings.hf_endpoint, settings.hub_timeout_s, settings.hub_connect_timeout_s, settings.hub_max_wait_s,
            settings.crawl_concurrency, proxy)
+    QUOTA.configure(plan_limits(settings.hub_plan, bool(settings.hf_token), settings.hub_quota),
+                    settings.hub_quota_window_s)
+    hub = urlsplit(settings.hf_endpoint)
     with _install_lock:
         if _installed == key:
             return
@@ -111,7 +119,14 @@ def configure(settings: Settings) -> None:
 
         def wait_and_count(request: httpx2.Request) -> None:
             transport.check_cancel(f"{request.method} {request.url.path}")
-            GATE.wait(bucket_of(request.url.path), max_wait)
+            bucket = bucket_of(request.url.path)
+            GATE.wait(bucket, max_wait)
+            if (request.url.scheme, request.url.host, request.url.port or None) == (hub.scheme, hub.hostname, hub.port):
+                # The request budget counts the Hub's own origin only (CDN hosts are not in its quota).
+                wait = QUOTA.reserve(bucket, max_wait)
+                if wait > max_wait:
+                    raise RateLimited(wait)
+                transport.wait(wait)
             counter = _current.get()
             if counter is not None:
                 counter.add(request_kind(request.url.path))

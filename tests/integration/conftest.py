@@ -23,9 +23,10 @@ def hub():
 @pytest.fixture
 def hub_settings(settings, hub):
     """Settings for a crawl of ``hub`` with short timeouts and backoffs (tests must be fast)."""
-    from observatory.hub.ratelimit import GATE
+    from observatory.hub.ratelimit import GATE, QUOTA
 
     GATE.reset()  # a pause asked for by one test's server must not slow the next test
+    QUOTA.reset()  # nor the requests an earlier test spent from the request budget
     yield settings.model_copy(update={
         "hf_endpoint": hub.url,
         "hf_token": None,
@@ -39,6 +40,7 @@ def hub_settings(settings, hub):
         "crawl_lease_ttl_s": 30.0,
     })
     GATE.reset()
+    QUOTA.reset()
 
 
 # PostgreSQL (tests marked ``postgres``): one throwaway server per session, a fresh database per test.

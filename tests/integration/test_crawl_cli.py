@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -123,3 +124,24 @@ def test_a_rate_limited_run_exits_3_and_says_when_to_retry(engine, hub, invoke):
     assert result.exit_code == 3
     assert "crawl #1 rate_limited" in result.stdout and "stopped: RateLimited: the Hub asked to wait 100000s" in result.stdout
     assert "retry after" in result.stdout
+
+
+def test_off_a_terminal_the_crawl_prints_progress_lines_with_a_projection(engine, hub, invoke):
+    populate(hub, 25)
+
+    result = invoke("--since", "2000-01-01")
+
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("crawl created:")]
+    assert lines, result.stderr
+    assert "\r" not in result.stderr  # no bar drawn into a log
+    assert re.search(r"listed \d+ \(~\d+% of the span down to 2000-01-01 00:00\)", lines[0]), lines[0]
+    assert re.search(r"projected ~\S+ left at the (anonymous request budget|pace so far)", lines[0]), lines[0]
+    assert "requests " in lines[0] and "listed/s" in lines[0]
+    assert "new 25" in result.stdout  # the summary, on stdout as before
+
+
+def test_no_progress_prints_no_lines(engine, hub, invoke):
+    populate(hub, 5)
+    result = invoke("--since", "2000-01-01", "--no-progress")
+    assert result.exit_code == 0 and "crawl created:" not in result.stderr

@@ -79,6 +79,12 @@ def test_later_runs_stop_an_overlap_below_the_mark_but_not_below_the_floor():
     # --since older than the mark backfills; newer than the mark it cannot open a gap.
     assert marks.created_stop(mark=T, floor=T, since=T - 9 * HOUR, default_since=T, overlap=HOUR) == T - 9 * HOUR
     assert marks.created_stop(mark=T, floor=T, since=T + HOUR, default_since=T, overlap=HOUR) == T
+    # A since inside the covered range [floor, mark] re-lists nothing (issue 26: a routine
+    # --since 7d read the whole covered range on every run).
+    assert marks.created_stop(mark=T, floor=T - 10 * HOUR, since=T - 5 * HOUR, default_since=T, overlap=HOUR) == T - HOUR
+    assert marks.created_stop(mark=T, floor=T - 10 * HOUR, since=T - 10 * HOUR, default_since=T,
+                              overlap=HOUR) == T - HOUR
+    assert marks.created_stop(mark=T, floor=None, since=T - 5 * HOUR, default_since=T, overlap=HOUR) == T - 5 * HOUR
 
 
 def test_marks_only_move_forward_and_floors_only_back():

@@ -92,3 +92,31 @@ def test_gate_wait_is_capped():
     assert gate.remaining("resolvers") == 295
     gate.reset()
     assert gate.remaining("resolvers") == 0
+
+
+def test_the_request_quota_keeps_any_window_within_its_limit():
+    from observatory.hub.ratelimit import RequestQuota
+
+    now = [0.0]
+    quota = RequestQuota(clock=lambda: now[0])
+    quota.configure({"resolvers": 3}, window=10.0)
+    assert [quota.reserve("resolvers", 60) for _ in range(3)] == [0.0, 0.0, 0.0]
+    # The fourth books the slot one window after the first; the fifth, after the second.
+    assert quota.reserve("resolvers", 60) == 10.0
+    now[0] = 4.0
+    assert quota.reserve("resolvers", 60) == 6.0
+    # A wait past max_wait books nothing: the next caller is not pushed further back by it.
+    assert quota.reserve("resolvers", 1.0) == 6.0
+    assert quota.reserve("resolvers", 60) == 6.0
+    assert quota.reserve("api", 0) == 0.0  # a bucket without a limit never waits
+    assert quota.rate("resolvers") == 0.3 and quota.rate("api") is None
+
+
+def test_the_published_plans_and_a_bad_one():
+    from observatory.hub.ratelimit import plan_limits
+
+    assert plan_limits("auto", has_token=False)["resolvers"] == 3_000
+    assert plan_limits("auto", has_token=True)["resolvers"] == 5_000
+    assert plan_limits("enterprise_plus", has_token=True) == {"api": 10_000, "resolvers": 100_000, "pages": 1_000}
+    with pytest.raises(ValueError, match="unknown Hub plan 'gold'"):
+        plan_limits("gold", has_token=True)
