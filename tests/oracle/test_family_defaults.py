@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def generator():
-    spec = importlib.util.spec_from_file_location("family_defaults_tool", ROOT / "tools" / "family_defaults.py")
+    spec = importlib.util.spec_from_file_location("family_defaults_tool", ROOT / "observatory" / "oracle" / "family_defaults.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
