@@ -32,7 +32,7 @@ browser:
 serve: install
 	$(BIN)/observatory serve
 
-# Four processes, one test file each at a time (--dist loadfile keeps a file's module fixtures in one
+# Five processes, one test file each at a time (--dist loadfile keeps a file's module fixtures in one
 # process); a single file or test runs as usual with plain `pytest`.
 test: install-test browser
-	$(BIN)/python -m pytest -n 4 --dist loadfile --durations=25
+	$(BIN)/python -m pytest -n 5 --dist loadfile --durations=25

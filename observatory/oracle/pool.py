@@ -63,7 +63,11 @@ class _Child:
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.process.stdout, selectors.EVENT_READ)
         self.buffer = b""
-        ready = self.receive(STARTUP_LIMIT_S, should_stop, what="start (import torch and transformers)")
+        try:
+            ready = self.receive(STARTUP_LIMIT_S, should_stop, what="start (import torch and transformers)")
+        except BaseException:  # stopped or dead while starting: no one else holds this child to close it
+            self.close()
+            raise
         self.version = ready.get("transformers")
 
     def receive(self, limit_s: float, should_stop: Callable[[], bool], what: str) -> dict:

@@ -45,6 +45,7 @@ HEADS = [
     ("h11_history_repair", "eafa703", "0012 (issue 21's repair of the edited 0004 and 0007)"),
     ("h12_oracle", "07a8fdc", "0013: the oracle's verdicts"),
     ("h13_perf", "dd4b36b", "0014: the indexes of the start-up stale scans"),
+    ("h14_uptrain", "12ce072", "0015 as first merged (uptrain_run.created_at a plain DateTime)"),
     ("b01_bench_v2_branch", "6a1b315", "branch wt-kernels: 0009 on a store without 0007"),
     ("b02_reliability_branch", "a051b14", "branch wt-reliability: 0008 beside the first 0007"),
 ]
@@ -117,6 +118,7 @@ BY_NAME = {
     "num_query_heads": lambda i: [32, 32, 12, 128, 32, 32][i % N],
     "num_kv_heads": lambda i: [8, 8, 12, 128, 8, 8][i % N],
     "group_size": lambda i: [4.0, 4.0, 1.0, None, 4.0, 4.0][i % N],
+    "uptrain_cell.group_size": lambda i: [1, 2, 4, 8, 16, 2][i % N],  # an integer G there, never unknown
     "parser_version": lambda i: 1,
     "status": None,  # per table, below
     "period_kind": lambda i: "month",
