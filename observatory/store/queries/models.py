@@ -816,9 +816,10 @@ def _with_oracle(session: Session, revision_id: int, geometry: GeometryDetail) -
 
 
 def oracle_warning(oracle: OracleDetail) -> str:
-    return (f"transformers {oracle.transformers_version or ''} reads this config otherwise: {oracle.reason}; "
+    who = " ".join(filter(None, ("transformers", oracle.transformers_version)))
+    return (f"{who} reads this config otherwise: {oracle.reason}; "
             "the geometry is uncertain and left out of trends and headlines until a rule or a listed difference "
-            "explains it").replace("transformers  reads", "transformers reads")
+            "explains it")
 
 
 def _params_scope(cfg: dict | None) -> tuple[str, tuple[str, ...]] | None:
