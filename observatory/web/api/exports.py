@@ -8,7 +8,8 @@ Looking the package up counts against the export caps (``observatory.web.export_
 
 from __future__ import annotations
 
-import math
+from datetime import timedelta
+from email.utils import format_datetime
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, Response
@@ -45,9 +46,11 @@ def models_package(request: Request) -> Response:
         raise StarletteHTTPException(
             503, f"the data package is being built{why}; try again in {FIRST_BUILD_RETRY_S} s",
             headers={"Retry-After": str(FIRST_BUILD_RETRY_S)})
-    age = max(0, math.floor(package.age_s()))
+    # Fresh until the rebuild is due: an absolute Expires, so every answer about one build (a GET,
+    # its HEAD) carries the same headers, where a max-age counted down from the request would not.
+    expires = package.built_at + timedelta(seconds=builder.max_age_s)
     return FileResponse(
         package.path, media_type="application/zip", filename=FILENAME,
         headers={"X-Built-At": package.built_at.isoformat(), "X-Row-Count": str(package.rows),
-                 "Cache-Control": f"public, max-age={max(0, int(builder.max_age_s) - age)}"},
+                 "Cache-Control": "public", "Expires": format_datetime(expires, usegmt=True)},
     )
