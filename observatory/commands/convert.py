@@ -8,8 +8,7 @@ from pathlib import Path
 
 import click
 
-from observatory.convert.checkpoint import DEFAULT_MAX_SHARD_BYTES, convert_checkpoint
-from observatory.core.kv_conversion import METHODS, ConversionRefused
+from observatory.core.kv_conversion import DEFAULT_MAX_SHARD_BYTES, METHODS, ConversionRefused
 
 
 @click.command("convert")
@@ -31,6 +30,8 @@ def convert(src: Path, dst: Path, kv_heads: int, method: str, seed: int, max_sha
     Llama, Mistral, Qwen2 and Qwen3 checkpoints in safetensors; tensors are read one at a time. Refused,
     with the reason: fused QKV, MLA, quantized weights, remote-code architectures, K not dividing H.
     The converted model needs uptraining to recover quality (see /research)."""
+    from observatory.convert.checkpoint import convert_checkpoint  # torch: loaded only when converting
+
     try:
         report = convert_checkpoint(src, dst, kv_heads, method, seed=seed, max_shard_bytes=max_shard_bytes,
                                     progress=None if as_json else click.echo)

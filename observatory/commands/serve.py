@@ -14,12 +14,15 @@ import errno
 import os
 import socket
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import click
-from fastapi import FastAPI
 
 from observatory.commands.errors import describe
 from observatory.settings import Settings, get_settings
+
+if TYPE_CHECKING:  # the web stack loads in the worker, not in every CLI command
+    from fastapi import FastAPI
 
 # --no-scheduler reaches the worker processes through the environment (uvicorn starts them
 # afresh), as the setting it overrides.

@@ -11,19 +11,6 @@ from pathlib import Path
 import click
 
 from observatory.settings import get_settings
-from observatory.store.db import get_engine, session_scope, upgrade
-from observatory.uptrain.corpus import CorpusError
-from observatory.uptrain.experiment import (
-    Hooks,
-    WorkFolderError,
-    results,
-    run_experiment,
-    total_steps,
-)
-from observatory.uptrain.plan import sizes
-from observatory.uptrain.report import table
-from observatory.uptrain.store import save_results, write_results_file
-from observatory.uptrain.train import Stopped
 
 EXIT_STOPPED = 3
 
@@ -54,8 +41,17 @@ def uptrain(scale: float, seed: int, work_dir: Path | None, restart: bool, budge
     H/8 and 1 with each pooling (mean, first, random), uptrain each for 0, 2.5, 5 and 10% of the
     original steps beside the MHA control, and report held-out perplexity, KV bytes per token and
     decode speed. Resumable: run the same command again after a stop. Exit 3: stopped early."""
+    # torch and the experiment load only when a run starts, so the rest of the CLI starts quickly.
     import torch
     from tqdm import tqdm
+
+    from observatory.store.db import get_engine, session_scope, upgrade
+    from observatory.uptrain.corpus import CorpusError
+    from observatory.uptrain.experiment import Hooks, WorkFolderError, results, run_experiment, total_steps
+    from observatory.uptrain.plan import sizes
+    from observatory.uptrain.report import table
+    from observatory.uptrain.store import save_results, write_results_file
+    from observatory.uptrain.train import Stopped
 
     try:
         s = sizes(scale)

@@ -23,6 +23,7 @@ from safetensors.torch import save_file
 
 from observatory.convert.pooling import RANDOM_SEED, pool_heads
 from observatory.core.kv_conversion import (
+    DEFAULT_MAX_SHARD_BYTES,
     ConversionRefused,
     converted_config,
     plan_conversion,
@@ -30,7 +31,6 @@ from observatory.core.kv_conversion import (
 )
 
 INDEX_NAME = "model.safetensors.index.json"
-DEFAULT_MAX_SHARD_BYTES = 2 * 10**9
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".h5", ".msgpack")
 
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 METHODS = ("mean", "first", "random")
+DEFAULT_MAX_SHARD_BYTES = 2 * 10**9  # bytes per output shard; here so the CLI need not import torch
 # Decoder families with separate q/k/v projections named as transformers' Llama names them. A family
 # joins the list when a test converts a tiny model of it and transformers loads and generates it.
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")

@@ -1,13 +1,19 @@
 """The floors of the house: which of our packages may import which, read from the source.
 
-Read with ``ast`` so a lazy import inside a function counts too. ``FLOORS`` is the whole rule:
+Read with ``ast`` so a lazy import inside a function counts too, in a fresh interpreter: CPython 3.11
+keeps the AST constructor's recursion depth in shared state, so ``ast.parse`` beside another thread
+parsing (a served app in the same test process) can fail with "AST constructor recursion depth
+mismatch" (python/cpython#106905). ``FLOORS`` is the whole rule:
 a package imports only itself, the floors named for it, the standard library and third-party
 packages. ``observatory.core`` is stricter still: pure, no I/O, no clock.
 """
 
 from __future__ import annotations
 
-import ast
+import functools
+import importlib
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -65,11 +71,12 @@ def _floor_of_module(name: str) -> str | None:
     return parts[1] if len(parts) > 1 else ""
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, dotted name) of every import; ``from observatory import x`` names ``observatory.x``."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+_READ_IMPORTS = """
+import ast, json, sys
+out = {}
+for path in sys.argv[1:]:
     found = []
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read(), filename=path)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -79,7 +86,25 @@ def _imports(path: Path) -> list[tuple[int, str]]:
                 found.append((node.lineno, node.module))
         elif isinstance(node, ast.ImportFrom) and node.level:
             found.append((node.lineno, "." * node.level + (node.module or "")))
-    return found
+    out[path] = found
+print(json.dumps(out))
+"""
+
+
+def _read_imports(paths: list[Path]) -> dict[Path, list[tuple[int, str]]]:
+    """(line, dotted name) of every import in each file; ``from observatory import x`` names ``observatory.x``."""
+    done = subprocess.run([sys.executable, "-c", _READ_IMPORTS, *map(str, paths)], capture_output=True, text=True,
+                          timeout=60, check=True)
+    return {Path(path): [tuple(item) for item in found] for path, found in json.loads(done.stdout).items()}
+
+
+@functools.cache
+def _all_imports() -> dict[Path, list[tuple[int, str]]]:
+    return _read_imports(_sources())
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    return _all_imports()[path] if path in _all_imports() else _read_imports([path])[path]
 
 
 def _sources() -> list[Path]:
@@ -131,7 +156,7 @@ def test_the_floors_have_no_cycles():
 
 @pytest.mark.parametrize("package", sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py")))
 def test_every_package_says_what_it_owns(package):
-    doc = ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text()))
+    doc = importlib.import_module(f"observatory.{package}").__doc__
     assert doc and len(doc.split()) >= 12, f"observatory/{package}/__init__.py needs a docstring: what it owns, what it imports"
 
 
