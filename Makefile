@@ -33,6 +33,9 @@ serve: install
 	$(BIN)/observatory serve
 
 # Five processes, one test file each at a time (--dist loadfile keeps a file's module fixtures in one
-# process); a single file or test runs as usual with plain `pytest`.
+# process); a single file or test runs as usual with plain `pytest`. Bytecode is cached even where the
+# environment sets PYTHONDONTWRITEBYTECODE: the suite starts about a hundred interpreters (workers,
+# commands, servers), and without the cache each compiles our sources and pytest rewrites every test
+# module again.
 test: install-test browser
-	$(BIN)/python -m pytest -n 5 --dist loadfile --durations=25
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 5 --dist loadfile --durations=25

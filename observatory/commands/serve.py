@@ -31,18 +31,23 @@ STARTUP_BLOCKING_ENV = "OBSERVATORY_STARTUP_BLOCKING"
 
 
 def served_app() -> FastAPI:
-    """``create_app`` plus the in-process scheduler; the factory uvicorn runs in each worker."""
+    """``create_app`` plus what only a served site needs, the factory uvicorn runs in each worker:
+    the OpenAPI document built ahead of its first reader (the reference page inlines it), and the
+    in-process scheduler. Apps the tests make with ``create_app`` skip both."""
+    from observatory.web.api.docs import warm_openapi
     from observatory.web.app import create_app
 
     settings = get_settings()
     app = create_app(settings)
-    if not settings.scheduler_enabled:
-        return app
     inner = app.router.lifespan_context
 
     @asynccontextmanager
     async def lifespan(app_: FastAPI):
         async with inner(app_) as state:
+            warm_openapi(app_)
+            if not settings.scheduler_enabled:
+                yield state
+                return
             from observatory.scheduler import start_in_process
 
             handle = start_in_process(app_.state.engine, settings)

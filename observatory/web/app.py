@@ -100,10 +100,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         upgrade(settings.resolved_database_url)
-        from observatory.web.api.docs import warm_openapi
         from observatory.web.startup import StartupThread
 
-        warm_openapi(app)
         # Snapshot, re-derivation, trends, first alert evaluation: once per store (a lease), in a
         # thread that stops between steps on shutdown.
         work = app.state.startup = StartupThread(engine, settings).start()

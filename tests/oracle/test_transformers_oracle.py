@@ -25,12 +25,18 @@ purpose (``compare.DIFFERENCES``):
   still checked against our heads and head dims.
 
 Configs transformers cannot build itself (remote code) are skipped, with the family and reason.
+
+The probe sizes its tensors with torch's compiled meta kernels rather than the Python meta functions
+torch registers over them (``observatory.oracle.meta_kernels``); one test reads a config of each kind
+both ways and finds the same reading.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,6 +52,7 @@ from observatory.oracle.compare import (
     comparable_estimate,
     judge,
 )
+from observatory.oracle.meta_kernels import prefer_compiled
 from observatory.oracle.probe import probe, unbuildable
 from observatory.oracle.reading import Reading
 
@@ -124,3 +131,41 @@ def test_parameter_estimate_agrees_with_transformers(name):
         assert abs(error) > PARAMETER_TOLERANCE and error * sign > 0, why
         return
     assert abs(error) <= PARAMETER_TOLERANCE, f"ours {ours:,} vs transformers {theirs:,} ({error:+.2%})"
+
+
+# One config per way of reading a cache: plain GQA, MLA's latent, one tensor as both K and V, KV heads
+# varying by layer, attention beside Mamba or linear-attention layers, Falcon's groups, encoder-decoder.
+META_KERNEL_SAMPLE = [
+    "meta-llama__Meta-Llama-3-8B.json", "deepseek-ai__DeepSeek-V3.json", "deepseek-ai__DeepSeek-V4-Flash.json",
+    "google__gemma-4-E2B-it.json", "ai21labs__Jamba-v0.1.json", "Qwen__Qwen3.5-27B.json",
+    "tiiuae__falcon-180B.json", "google__mt5-base.json", "openai__whisper-large-v3-turbo.json",
+]
+# A fresh interpreter keeps torch's Python meta functions: the probe is told the swap is done.
+_PYTHON_META_READINGS = """
+import json, sys, torch
+import observatory.oracle.probe as probe
+probe.prefer_compiled = lambda: True
+meta = next(line for line in torch._C._dispatch_dump("aten::mul.Tensor").splitlines() if line.startswith("Meta:"))
+assert "_meta_registrations.py" in meta, meta
+print(json.dumps({name: probe.probe(json.load(open(path))).to_dict() for name, path in zip(sys.argv[1::2], sys.argv[2::2])}))
+"""
+
+
+@pytest.mark.slow
+def test_compiled_meta_kernels_read_what_torchs_python_meta_functions_read():
+    assert prefer_compiled()
+    active = torch_meta_kernel("aten::mul.Tensor")
+    assert "_meta_registrations.py" not in active, active  # the swap happened: the compiled kernel answers
+    args = [part for name in META_KERNEL_SAMPLE for part in (name, str(CONFIG_DIR / name))]
+    done = subprocess.run([sys.executable, "-c", _PYTHON_META_READINGS, *args], capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    python_meta = json.loads(done.stdout.splitlines()[-1])
+    assert python_meta == {name: reading_of(name).to_dict() for name in META_KERNEL_SAMPLE}
+
+
+def torch_meta_kernel(op: str) -> str:
+    """The line of torch's dispatch table naming the Meta kernel that answers ``op``."""
+    import torch
+
+    return next(line for line in torch._C._dispatch_dump(op).splitlines() if line.startswith("Meta:"))
