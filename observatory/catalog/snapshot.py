@@ -27,7 +27,7 @@ organisation publishes of another's weights (an NVFP4 or FP8 conversion, a trans
 twin) is a derivative of its base, as a crawl would record it. ``quantization_from_copy`` marks
 a config taken from a quantized copy of an original repo: its quantization block is the copy's.
 Entries whose config is byte-identical to another's name it in ``same_architecture_as``. All go
-through the crawler's write path (``ingest.record_config``), so one parser derives every geometry.
+through the crawler's write path (``ingest.record_configs``), so one parser derives every geometry.
 
 ``fixtures`` lists the other files in ``data/configs/``: configs bundled for the parser's tests
 (encoder-decoders, encoder-only models, an abridged file), not models of the dataset, each with
@@ -54,13 +54,13 @@ from pathlib import Path
 
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from observatory.core.lineage import Lineage, classify
 from observatory.core.repo_ids import InvalidRepoId, validate_repo_id
 from observatory.settings import Settings, get_settings
-from observatory.store.db import read_session, session_scope
-from observatory.store.ingest import record_config, update_model_rows, upsert_model
+from observatory.store.db import batches, read_session, session_scope
+from observatory.store.ingest import ConfigItem, record_configs, update_model_rows, upsert_models
 from observatory.store.tables import ConfigRevision, HubModel, utcnow
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -531,58 +531,59 @@ def _load(session: Session, entries: list[SnapshotEntry]) -> dict:
         "parse_errors": 0,
         "errors": [],
     }
+    # A few statements per batch of entries rather than a dozen per entry: on the first run the
+    # whole snapshot goes into an empty store before the site answers.
+    for batch in batches(entries):
+        _load_batch(session, batch, summary)
+    return summary
+
+
+def _load_batch(session: Session, entries: list[SnapshotEntry], summary: dict) -> None:
+    ids = [entry.id for entry in entries]
+    models = {model.id: model for model in session.exec(select(HubModel).where(col(HubModel.id).in_(ids)))}
+    # Models whose config a crawl fetched: the Hub's data has the last word, the snapshot adds nothing.
+    crawled = set(session.exec(select(ConfigRevision.model_id).where(
+        col(ConfigRevision.model_id).in_(ids), ConfigRevision.sha.not_like(_ANY_SNAPSHOT_SHA))))
+    writes: dict[str, dict] = {}
     for entry in entries:
-        model = session.get(HubModel, entry.id)
-        fields = entry.model_fields()
+        model, fields = models.get(entry.id), entry.model_fields()
         if model is None:
-            upsert_model(session, entry.id, **fields)
+            writes[entry.id] = fields
             summary["models_added"] += 1
         elif model.source == "snapshot":
             changed = {key: value for key, value in fields.items() if not _same(getattr(model, key), value)}
             if changed:
-                upsert_model(session, entry.id, **changed)
+                writes[entry.id] = changed
                 summary["models_updated"] += 1
             else:
                 summary["models_unchanged"] += 1
         else:
             summary["crawled_models_kept"] += 1
+    if writes:
+        upsert_models(session, writes)
 
-        revision, created = _snapshot_revision(session, entry)
-        if model is None or model.source == "snapshot":
-            # Recording a config stores the quantization it declares; a block copied from a
-            # quantized mirror is not this repo's, so the entry's lineage has the last word.
-            lineage = entry.lineage()
-            update_model_rows(session, {entry.id: {"quant_method": lineage.quant_method,
-                                                   "quant_bits": lineage.quant_bits}})
-        if revision is None:
-            summary["revisions_skipped"] += 1
-            continue
-        summary["revisions_added"] += created
-        if revision.parse_status != "ok":
+    recording = [entry for entry in entries if entry.id not in crawled]
+    summary["revisions_skipped"] += len(entries) - len(recording)
+    recorded = record_configs(session, [ConfigItem(entry.id, entry.raw_text, entry.sha, entry.provenance, entry.source)
+                                        for entry in recording])
+    # An entry edited and then reverted: its older revision becomes current again. (A revision
+    # already stored means its model was stored before this load, so it is among ``models``.)
+    now = utcnow()
+    update_model_rows(session, {
+        entry.id: {"current_revision_id": done.revision_id, "updated_at": now}
+        for entry, done in zip(recording, recorded, strict=True)
+        if not done.created and models[entry.id].current_revision_id != done.revision_id})
+    # Recording a config stores the quantization it declares; a block copied from a quantized
+    # mirror is not this repo's, so the entry's lineage has the last word.
+    lineages = {entry.id: entry.lineage() for entry in entries
+                if entry.id not in models or models[entry.id].source == "snapshot"}
+    update_model_rows(session, {model_id: {"quant_method": lineage.quant_method, "quant_bits": lineage.quant_bits}
+                                for model_id, lineage in lineages.items()})
+    for entry, done in zip(recording, recorded, strict=True):
+        summary["revisions_added"] += done.created
+        if done.parse_status != "ok":
             summary["parse_errors"] += 1
-            summary["errors"].append({"id": entry.id, "error": revision.parse_error})
-    return summary
-
-
-def _snapshot_revision(session: Session, entry: SnapshotEntry) -> tuple[ConfigRevision | None, bool]:
-    """Record (or find) the entry's revision and make it current, unless the Hub's data is there."""
-    crawled = session.exec(
-        select(ConfigRevision.id).where(
-            ConfigRevision.model_id == entry.id, ConfigRevision.sha.not_like(_ANY_SNAPSHOT_SHA)
-        )
-    ).first()
-    if crawled is not None:
-        return None, False
-    revision, created = record_config(
-        session, entry.id, entry.raw_text, entry.sha, provenance=entry.provenance, source=entry.source
-    )
-    if not created:
-        # An entry edited and then reverted: its older revision becomes current again.
-        model = session.get(HubModel, entry.id)
-        if model is not None and model.current_revision_id != revision.id:
-            model.current_revision_id = revision.id
-            model.updated_at = utcnow()
-    return revision, created
+            summary["errors"].append({"id": entry.id, "error": done.parse_error})
 
 
 def _same(current: object, wanted: object) -> bool:
