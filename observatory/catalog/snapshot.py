@@ -60,7 +60,12 @@ from observatory.core.lineage import Lineage, classify
 from observatory.core.repo_ids import InvalidRepoId, validate_repo_id
 from observatory.settings import Settings, get_settings
 from observatory.store.db import batches, read_session, session_scope
-from observatory.store.ingest import ConfigItem, record_configs, update_model_rows, upsert_models
+from observatory.store.ingest import (
+    ConfigItem,
+    record_configs,
+    update_model_rows,
+    upsert_models,
+)
 from observatory.store.tables import ConfigRevision, HubModel, utcnow
 
 DATA_DIR = Path(__file__).resolve().parent / "data"

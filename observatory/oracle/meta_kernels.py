@@ -26,7 +26,9 @@ def prefer_compiled() -> bool:
     """Once per process; True when the compiled meta kernels are now in use."""
     try:
         from torch._decomp import global_decomposition_table
-        from torch._meta_registrations import _meta_lib_dont_use_me_use_register_meta as python_metas
+        from torch._meta_registrations import (
+            _meta_lib_dont_use_me_use_register_meta as python_metas,
+        )
 
         # What activate_meta registered (its keys: "aten/<op>.<overload>/Meta"), and the function it
         # took for each op: the meta table's, else post-autograd's, else pre-autograd's.

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.mark.parametrize("javascript", [True, False])
+@pytest.mark.slow
 def test_subscribe_and_manage_through_the_pages(open_page, javascript):
     page, problems = open_page("/alerts", java_script_enabled=javascript)
     assert page.locator("h1").inner_text() == "Alerts"

@@ -109,6 +109,7 @@ CHART_STATE = """() => Array.from(document.querySelectorAll('canvas[data-chart]'
 
 
 @pytest.mark.parametrize("path", PAGES)
+@pytest.mark.slow
 def test_page_draws_its_charts_without_errors(open_page, path, screenshots):
     page, problems = open_page(path)
     page.wait_for_load_state("networkidle")

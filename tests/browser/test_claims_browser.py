@@ -45,6 +45,7 @@ TOOLTIP = """id => {
 
 
 @pytest.mark.parametrize("path", PAGES)
+@pytest.mark.slow
 def test_charts_draw_and_every_point_carries_its_n(open_page, path):
     page, problems = open_page(path)
     for chart_id in CHARTS.get(path, []):

@@ -59,6 +59,7 @@ def test_channels_awaiting_verification_are_capped(alert_settings, engine):
         assert client.post("/api/v1/subscriptions", json={**BODY, "webhook_url": rx.url}).status_code == 201
 
 
+@pytest.mark.slow
 def test_the_limit_holds_across_the_worker_processes_of_a_real_server(tmp_path):
     from observatory.testing.server import offline_env, running_server
 

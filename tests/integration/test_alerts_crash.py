@@ -10,6 +10,7 @@ import sys
 import time
 from datetime import timedelta
 
+import pytest
 from alert_support import (  # noqa: F401  (alert_settings is a fixture)
     Receiver,
     alert_settings,
@@ -59,6 +60,7 @@ def cli(settings, *args: str):
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_killed_after_evaluation_then_a_fresh_deliver_run_sends_once(engine, alert_settings):
     with Receiver() as rx:
         subscribe(engine, alert_settings, rx.url)

@@ -166,6 +166,7 @@ def test_model_without_a_parsed_config_is_skipped(engine):
     assert row.status == "skipped" and "geometry" in row.reason
 
 
+@pytest.mark.slow
 def test_scheduled_job_benchmarks_notable_new_models_once(engine, settings):
     add_model(engine, "org/popular", SMALL_GQA, downloads=5000)
     add_model(engine, "org/from-snapshot", SMALL_MHA, source="snapshot")
@@ -186,6 +187,7 @@ def test_scheduled_job_benchmarks_notable_new_models_once(engine, settings):
     assert bench_new_models(engine, settings, limit=10) == []  # done (or skipped) models are not picked again
 
 
+@pytest.mark.slow
 def test_job_limit(engine, settings):
     for i in range(3):
         add_model(engine, f"org/popular-{i}", SMALL_GQA, downloads=5000)
@@ -280,6 +282,7 @@ def _cli() -> list[str]:
     return [script] if script else [sys.executable, "-c", "from observatory.cli import main; main()"]
 
 
+@pytest.mark.slow
 def test_cli_benchmarks_and_stores(engine, settings):
     add_model(engine, "org/small-gqa", SMALL_GQA)
     env = dict(os.environ, OBSERVATORY_DATA_DIR=str(settings.data_dir))
@@ -301,6 +304,7 @@ def test_cli_benchmarks_and_stores(engine, settings):
         assert len(session.exec(select(BenchResult)).all()) == 2  # --no-store
 
 
+@pytest.mark.slow
 def test_cli_dividend_table(engine, settings):
     add_model(engine, "org/small-gqa", SMALL_GQA)
     add_model(engine, "org/small-mla", SMALL_MLA)
@@ -327,6 +331,7 @@ def test_cli_dividend_table(engine, settings):
     assert result["mha_median_s"] is None and result["measured_speedup"] is None and result["fraction_of_matmul"] > 0
 
 
+@pytest.mark.slow
 def test_cli_runs_the_backend_asked_for(engine, settings):
     add_model(engine, "org/small-gqa", SMALL_GQA)
     env = dict(os.environ, OBSERVATORY_DATA_DIR=str(settings.data_dir))
@@ -345,6 +350,7 @@ def test_cli_runs_the_backend_asked_for(engine, settings):
     assert proc.returncode == 1 and "backend='cpu' cannot run these inputs: no C compiler" in proc.stderr
 
 
+@pytest.mark.slow
 def test_cli_unknown_model_is_one_line(engine, settings):
     env = dict(os.environ, OBSERVATORY_DATA_DIR=str(settings.data_dir))
     proc = subprocess.run([*_cli(), "bench", "--model", "org/missing"], env=env, capture_output=True, text=True,

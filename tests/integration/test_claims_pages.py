@@ -66,6 +66,7 @@ def _csv(text: str) -> list[dict]:
 # ---- pages, twins, CSV --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", PAGES)
+@pytest.mark.slow
 def test_pages_render_with_csp_and_data_tables(client, path):
     r = client.get(path)
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
@@ -273,6 +274,7 @@ def test_readme_lists_the_new_pages_and_every_listed_page_answers(client):
         assert api in table, api
 
 
+@pytest.mark.slow
 def test_measurable_claim_shows_our_measured_gqa_dividend(tmp_path):
     settings = Settings(data_dir=tmp_path / "data", scheduler_enabled=False)
     with TestClient(create_app(settings)) as fresh:

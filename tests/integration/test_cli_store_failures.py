@@ -87,6 +87,7 @@ def _read_only_store(base: Path, tmp_path: Path):
 
 
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: "-".join(a))
+@pytest.mark.slow
 def test_a_damaged_store_is_refused_in_one_line(args, base_store, tmp_path):
     path = tmp_path / "store.db"
     shutil.copy(base_store, path)
@@ -162,6 +163,7 @@ def test_a_crawl_on_a_full_disk_is_one_line_and_keeps_what_it_committed(base_sto
             conn.close()
 
 
+@pytest.mark.slow
 def test_a_listing_page_of_nested_brackets_is_one_line(base_store, tmp_path, hub):
     populate(hub, 3)
     hub.add_fault("listing", status=200, times=-1, body=b"[" * 200_000 + b"]" * 200_000,

@@ -31,6 +31,7 @@ def _cell(model: dict, hardware_id: str, tp: int, mode: str = "tp") -> dict:
     return next(c for c in row["cells"] if c["tp"] == tp and c["mode"] == mode)
 
 
+@pytest.mark.slow
 def test_api_json_twin_and_numbers_agree(client):
     api = client.get("/api/v1/compare", params={"models": IDS}).json()
     twin = client.get("/compare.json", params=[("models", LLAMA), ("models", QWEN), ("models", DSV3),

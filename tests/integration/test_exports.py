@@ -76,6 +76,7 @@ def test_concurrent_exports_get_whole_pages_or_429s_and_nothing_else(site):
     assert export_slots(site["app"]).running == 0
 
 
+@pytest.mark.slow
 def test_an_exhausted_pool_answers_503_in_the_error_shape(site):
     engine = site["app"].state.engine
     pool = engine.pool

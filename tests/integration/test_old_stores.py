@@ -149,6 +149,7 @@ def test_every_past_head_has_a_store():
 
 
 @pytest.mark.parametrize("packed", STORE_FILES, ids=[p.name.split(".")[0] for p in STORE_FILES])
+@pytest.mark.slow
 def test_old_store_upgrades_with_its_rows(packed, tmp_path, fresh_schema):
     path = _unpack(packed, tmp_path / "store.db")
     before, versions_before = _rows(path), _versions(path)

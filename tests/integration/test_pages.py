@@ -132,6 +132,7 @@ def scan(html: str) -> _Scan:
 
 
 @pytest.mark.parametrize("path", PAGES)
+@pytest.mark.slow
 def test_page_renders_with_csp_and_no_inline_code(client, path):
     r = client.get(path)
     assert r.status_code == 200, r.text[:500]

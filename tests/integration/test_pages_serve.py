@@ -42,6 +42,7 @@ def keep_alive_latencies(url: str, path: str, n: int = 25) -> list[float]:
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.slow
 def test_workers_share_one_prepared_store_and_answer_without_delay(tmp_path, workers):
     data_dir = tmp_path / "data"
     with running_server(data_dir, "--workers", workers, "--log-level", "warning",

@@ -86,6 +86,7 @@ def test_the_store_runs_in_utc_on_a_server_that_does_not(pg_url, pg_engine):
 
 # --- write paths --------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_snapshot_loads_once_and_again_changes_nothing(pg_engine):
     n = len(load_entries())
     first = load_snapshot(pg_engine)
@@ -105,6 +106,7 @@ def test_snapshot_loads_once_and_again_changes_nothing(pg_engine):
     assert all(created is None or created.utcoffset() == timedelta(0) for *_, created, _ in after)
 
 
+@pytest.mark.slow
 def test_snapshot_geometry_matches_sqlite(pg_engine, engine):
     load_snapshot(pg_engine)
     load_snapshot(engine)
@@ -324,6 +326,7 @@ def test_bench_results_are_stored_and_read_back(pg_engine, settings):
 
 # --- the app --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_api_and_pages_on_postgres(pg_url, tmp_path):
     settings = Settings(database_url=pg_url, data_dir=tmp_path / "data", autoload_snapshot=True)
     app = create_app(settings)

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 
+import pytest
 from crawler_support import runs
 
 from observatory.scheduler import JobSpec, SchedulerHandle, start_in_process
@@ -138,6 +139,7 @@ def test_optional_job_is_skipped_when_its_module_is_missing(engine, settings):
     assert SchedulerHandle(engine, settings, [JobSpec("off", "x:y", lambda s: 0)]).job_ids == []
 
 
+@pytest.mark.slow
 def test_worker_command_runs_the_schedule_until_sigterm(engine, hub, hub_settings):
     populate(hub, 4)
     env = {**os.environ, "OBSERVATORY_DATA_DIR": str(hub_settings.data_dir), "HF_ENDPOINT": hub.url,

@@ -114,6 +114,7 @@ def test_loaded_rows_carry_snapshot_facts(engine):
     assert kinds == {"MHA", "MQA", "GQA", "MLA", "none"}
 
 
+@pytest.mark.slow
 def test_crawled_models_keep_their_hub_data(engine):
     hub_time = datetime(2023, 7, 19, 12, 0, tzinfo=timezone.utc)
     with session_scope(engine) as s:
@@ -199,6 +200,7 @@ def test_bad_manifest_loads_nothing(engine, tmp_path):
     assert _counts(engine) == {"HubModel": 0, "ConfigRevision": 0, "GeometryRow": 0}
 
 
+@pytest.mark.slow
 def test_ensure_snapshot_loads_only_into_an_empty_store(engine, settings):
     assert ensure_snapshot(engine, settings) is None  # autoload off in the test settings
     assert _counts(engine)["HubModel"] == 0
@@ -258,6 +260,7 @@ def test_cli_list_json(tmp_path):
     assert not (tmp_path / "data").exists()  # listing reads no database
 
 
+@pytest.mark.slow
 def test_pages_say_where_the_bundled_snapshot_ends_on_the_embedded_default(engine, settings):
     from datetime import date
 

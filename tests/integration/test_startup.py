@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from sqlmodel import select
 
 from observatory.alerts.tables import AlertRule
@@ -54,6 +55,7 @@ def test_start_up_work_waits_for_no_one_and_runs_once_per_store(tmp_path):
         engine.dispose()
 
 
+@pytest.mark.slow
 def test_a_write_locked_store_is_skipped_not_an_error(tmp_path):
     settings, engine = small_store(tmp_path)
     blocker = sqlite3.connect(tmp_path / "observatory.db", isolation_level=None)
@@ -68,6 +70,7 @@ def test_a_write_locked_store_is_skipped_not_an_error(tmp_path):
     assert evaluated_rules(make_engine(settings.resolved_database_url)) == 0
 
 
+@pytest.mark.slow
 def test_two_workers_on_a_generated_store_serve_and_evaluate_once(tmp_path):
     data_dir = tmp_path / "data"
     data_dir.mkdir()

@@ -58,6 +58,7 @@ def _spawn(args: list[str], env: dict[str, str], log) -> subprocess.Popen:
 
 
 @pytest.mark.parametrize("state", ["listing_retry_after", "dripping_config"])
+@pytest.mark.slow
 def test_worker_stops_within_seconds_of_sigterm_while_the_hub_keeps_it_waiting(engine, hub, hub_settings,
                                                                               tmp_path, state):
     populate(hub, 3)
@@ -80,6 +81,7 @@ def test_worker_stops_within_seconds_of_sigterm_while_the_hub_keeps_it_waiting(e
         assert conn.exec_driver_sql("SELECT count(*) FROM lease").scalar() == 0
 
 
+@pytest.mark.slow
 def test_serve_stops_within_seconds_of_sigterm_while_its_crawl_waits_on_the_hub(engine, hub, hub_settings):
     populate(hub, 3)
     _slow_hub(hub, "listing_retry_after")

@@ -51,6 +51,7 @@ def _perplexities(out: dict) -> dict:
     return {(c["method"], c["kv_heads"], c["fraction"]): c["perplexity"] for c in out["cells"]}
 
 
+@pytest.mark.slow
 def test_the_grid_completes_and_a_stopped_run_resumes_to_the_same_numbers(tmp_path, corpus):
     whole = results(run_experiment(tmp_path / "a", scale=SCALE, corpus=corpus))
     assert whole["complete"]
@@ -164,6 +165,7 @@ def test_the_corpus_splits_by_module_and_states_its_hash(tmp_path, corpus):
         load_corpus(tmp_path)
 
 
+@pytest.mark.slow
 def test_sigterm_stops_at_a_checkpoint_and_the_run_resumes(tmp_path):
     import os
     import signal

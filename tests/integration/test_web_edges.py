@@ -99,6 +99,7 @@ def date_routes(app_and_client) -> list[tuple[str, list[str]]]:
     return routes
 
 
+@pytest.mark.slow
 def test_every_date_parameter_at_each_edge_on_every_route(app_and_client, date_routes):
     """Each parameter a route takes at each edge, alone and all together, then the widest range."""
     _app, client = app_and_client
@@ -147,6 +148,7 @@ def test_head_on_a_post_only_route_is_still_405(app_and_client):
     assert client.head("/alerts/subscribe").status_code == 405
 
 
+@pytest.mark.slow
 def test_head_through_the_real_server(tmp_path):
     from observatory.testing.server import running_server
 

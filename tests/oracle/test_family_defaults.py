@@ -22,6 +22,7 @@ def generator():
     return module
 
 
+@pytest.mark.slow
 def test_the_committed_table_is_what_transformers_says():
     assert family_defaults.TRANSFORMERS_VERSION == transformers.__version__
     tool = generator()
