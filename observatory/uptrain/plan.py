@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from observatory.uptrain.model import ModelShape
+from observatory.uptrain.shape import ModelShape
 
 HEADS = 16  # so that H/2, H/4, H/8 and 1 are four different K
 FRACTIONS = (0.0, 0.025, 0.05, 0.10)  # of the base steps, as the GQA paper's uptraining proportions
