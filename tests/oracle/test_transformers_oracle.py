@@ -134,8 +134,8 @@ def test_parameter_estimate_agrees_with_transformers(name):
 
 
 # One config per way of reading a cache: plain GQA, MLA's latent, KV heads varying by layer,
-# attention beside Mamba layers, encoder-decoder. (All 318 bundled readings
-# were compared once, identical; the sample keeps the check to a few seconds.)
+# attention beside Mamba layers, encoder-decoder. (All 318 bundled readings were compared once and
+# were identical; the sample keeps the check to a few seconds.)
 META_KERNEL_SAMPLE = [
     "meta-llama__Meta-Llama-3-8B.json", "deepseek-ai__DeepSeek-V3.json", "google__gemma-4-E2B-it.json",
     "ai21labs__Jamba-v0.1.json", "google__mt5-base.json",

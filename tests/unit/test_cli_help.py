@@ -42,4 +42,3 @@ def test_readme_commands_exist():
     for match in re.finditer(r"`observatory ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)?)", README):
         words = match.group(1).split()
         assert " ".join(words) in known or words[0] in known, f"README mentions unknown command {match.group(0)}"
-

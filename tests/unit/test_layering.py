@@ -104,7 +104,8 @@ def _all_imports() -> dict[Path, list[tuple[int, str]]]:
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
-    return _all_imports()[path] if path in _all_imports() else _read_imports([path])[path]
+    found = _all_imports().get(path)
+    return found if found is not None else _read_imports([path])[path]
 
 
 def _sources() -> list[Path]:
